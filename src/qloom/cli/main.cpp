@@ -1,2 +1,45 @@
-#include <cstdio>
-int main() { std::puts("qloom"); return 0; }
+// qloom command-line entry: parse, run one subcommand, map errors to exit codes.
+//   0 success, 1 internal error, 2 bad input or bad command line, 3 I/O failure
+//   while writing (disk full, permission).
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "qloom/build_info.h"
+#include "qloom/cli/commands.h"
+#include "qloom/core/error.h"
+
+int main(int argc, char** argv) {
+  using namespace qloom;
+  CLI::App app{"qloom — post-training quantization of LLMs into Quark checkpoints", "qloom"};
+  app.set_version_flag("--version", std::string("qloom ") + build::kVersion + " (" +
+                                        build::kBuildType + ", " + build::kCompiler + ")");
+  app.require_subcommand(1);
+  cli::CommandFn run;
+  cli::register_inspect(app, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and usage hint
+    return 2;
+  }
+
+  try {
+    return run ? run() : 2;
+  } catch (const Error& e) {
+    std::cerr << "qloom: error (" << error_kind_name(e.kind()) << "): " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "qloom: error: out of memory\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "qloom: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

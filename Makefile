@@ -1,0 +1,69 @@
+# qloom — top-level entry points. Each target runs scripts/setup first, which
+# installs what is missing (Debian packages, the test venv) and configures.
+#
+#   make demo      set up, build, run qloom on the bundled tiny model
+#   make test      set up, build, run the whole suite (CTest) + a short fuzz run
+#   make bench     set up, build, run the benchmarks (figures, not pass/fail)
+#   make build     set up and build
+#   make fuzz      libFuzzer on the safetensors header parser (FUZZ_SECONDS=300)
+#   make sanitize  the whole suite under an ASan+UBSan build (build-asan/)
+#   make clean     remove build directories
+
+BUILD       ?= build
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+DEMO_MODEL  ?= models/stories260K-hf-bf16
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 20
+
+.PHONY: all setup build demo test bench fuzz fuzz-build fuzz-smoke sanitize interop clean
+
+all: build
+
+setup:
+	@scripts/setup --build-dir $(BUILD)
+
+build: setup
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/qloom inspect $(DEMO_MODEL)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+bench: build
+	cmake --build $(BUILD) -j $(JOBS) --target qloom_benches
+	./$(BUILD)/bench/run_benches
+
+# libFuzzer needs clang; its build lives apart from the gcc one.
+build-fuzz/CMakeCache.txt:
+	@scripts/setup --build-dir $(BUILD) >/dev/null
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DQLOOM_FUZZ=ON -DQLOOM_BUILD_TESTS=OFF \
+	  -DQLOOM_BUILD_BENCH=OFF >/dev/null
+
+fuzz-build: build-fuzz/CMakeCache.txt
+	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header
+
+fuzz: fuzz-build
+	mkdir -p fuzz/corpus-work
+	./build-fuzz/fuzz/qloom_fuzz_safetensors_header -max_total_time=$(FUZZ_SECONDS) \
+	  -dict=fuzz/safetensors.dict -print_final_stats=1 fuzz/corpus-work fuzz/corpus
+
+fuzz-smoke: fuzz-build
+	@echo "fuzz: safetensors header parser for $(FUZZ_SMOKE_SECONDS)s"
+	@tmp=$$(mktemp -d) && ./build-fuzz/fuzz/qloom_fuzz_safetensors_header \
+	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -dict=fuzz/safetensors.dict -print_final_stats=1 $$tmp fuzz/corpus \
+	  2>$$tmp.log; rc=$$?; grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $$tmp.log || true; \
+	  if [ $$rc -ne 0 ]; then tail -50 $$tmp.log; fi; rm -rf $$tmp $$tmp.log; exit $$rc
+
+sanitize:
+	@scripts/setup --build-dir build-asan --cmake-arg -DQLOOM_SANITIZE=ON --cmake-arg -DQLOOM_BUILD_BENCH=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) build-fuzz build-asan
+
+interop: build
+	cd $(BUILD) && ctest --output-on-failure -L interop

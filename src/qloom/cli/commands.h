@@ -1,0 +1,19 @@
+// Each subcommand registers itself on the app and sets the callback that runs
+// it: one library call plus printing. Callbacks throw qloom::Error on failure;
+// main() turns that into a message and an exit code.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace qloom::cli {
+
+// The chosen subcommand's body, run after parsing succeeds. Returns the exit code.
+using CommandFn = std::function<int()>;
+
+void register_inspect(CLI::App& app, CommandFn& run);
+
+}  // namespace qloom::cli

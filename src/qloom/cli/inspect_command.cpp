@@ -1,0 +1,40 @@
+// qloom inspect <model_dir> [--json]
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "qloom/cli/commands.h"
+#include "qloom/cli/flags.h"
+#include "qloom/io/model_dir.h"
+#include "qloom/model/inspect.h"
+
+namespace qloom::cli {
+
+void register_inspect(CLI::App& app, CommandFn& run) {
+  struct Options {
+    std::string model_dir;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "inspect", "Describe a HuggingFace model directory: architecture, layers, parameters "
+                 "by dtype, tensors, shards, size, tokenizer files");
+  sub->add_option("model_dir", opts->model_dir, "model directory (config.json + *.safetensors)")
+      ->required();
+  sub->add_flag(flag_names("json"), opts->json, "print one JSON object instead of text");
+  sub->callback([opts, &run] {
+    run = [opts] {
+      const io::ModelDir dir = io::ModelDir::open(opts->model_dir);
+      const model::ModelSummary s = model::summarize_model(dir);
+      if (opts->json)
+        std::cout << model::summary_to_json(s).dump(2) << "\n";
+      else
+        std::cout << model::format_summary(s);
+      return 0;
+    };
+  });
+}
+
+}  // namespace qloom::cli
