@@ -28,11 +28,17 @@ void write_file(const fs::path& p, const std::string& bytes) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string safetensors_bytes(const std::string& header, size_t data_bytes) {
-  std::string out(8, '\0');
-  uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-  return out + header + std::string(data_bytes, '\0');
+// A safetensors file whose 8-byte length prefix says `declared_len` (defaults
+// to the header's real length), followed by the header and zeroed data.
+std::string safetensors_bytes(const std::string& header, size_t data_bytes,
+                              uint64_t declared_len = UINT64_MAX) {
+  const uint64_t n = declared_len == UINT64_MAX ? header.size() : declared_len;
+  std::string out;
+  out.reserve(8 + header.size() + data_bytes);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+  out.append(header);
+  out.append(data_bytes, '\0');
+  return out;
 }
 
 TEST(InspectCli, PrintsTheDemoModelFacts) {
@@ -93,7 +99,7 @@ const BadInput kBadInputs[] = {
        return std::string("truncated");
      }},
     {"header_beyond_file", [](const fs::path& d) {
-       write_file(d / "model.safetensors", safetensors_bytes("", 0).replace(0, 1, "\xff"));
+       write_file(d / "model.safetensors", safetensors_bytes("{}", 0, 255));
        return std::string("model.safetensors");
      }},
     {"garbage_header", [](const fs::path& d) {
