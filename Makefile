@@ -28,9 +28,10 @@ build: setup
 demo: build
 	./$(BUILD)/qloom inspect $(DEMO_MODEL)
 
+# The short fuzz run goes first so that CTest's summary closes the output.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) --no-print-directory fuzz-smoke
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target qloom_benches
