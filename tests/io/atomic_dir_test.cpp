@@ -15,6 +15,7 @@
 #include "qloom/core/error.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/safetensors_writer.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -24,18 +25,8 @@ using qloom::Error;
 using qloom::ErrorKind;
 using namespace qloom::io;
 using qloom::test::read_file;
+using qloom::test::catch_error;
 using qloom::test::TempDir;
-
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a qloom::Error";
-  return Error(ErrorKind::kInternal, "", "", "no error thrown");
-}
 
 std::vector<std::string> list(const fs::path& dir) {
   std::vector<std::string> out;

@@ -12,6 +12,7 @@
 #include "qloom/core/error.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/safetensors_writer.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -20,18 +21,8 @@ namespace fs = std::filesystem;
 using qloom::Error;
 using qloom::ErrorKind;
 using namespace qloom::io;
+using qloom::test::catch_error;
 using qloom::test::TempDir;
-
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a qloom::Error";
-  return Error(ErrorKind::kInternal, "", "", "no error thrown");
-}
 
 std::vector<std::string> names(const std::vector<fs::path>& v) {
   std::vector<std::string> out;

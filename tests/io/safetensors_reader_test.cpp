@@ -14,6 +14,7 @@
 #include "qloom/core/error.h"
 #include "qloom/io/mapped_file.h"
 #include "qloom/io/safetensors_reader.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -23,6 +24,7 @@ using qloom::DType;
 using qloom::Error;
 using qloom::ErrorKind;
 using namespace qloom::io;
+using qloom::test::catch_error;
 
 const fs::path kDemo = fs::path(QLOOM_DEMO_MODEL_DIR) / "model.safetensors";
 const std::string kLabel = "crafted.safetensors";
@@ -41,18 +43,6 @@ std::vector<uint8_t> st_bytes(std::string_view header, size_t data_len,
 
 SafetensorsHeader parse(const std::vector<uint8_t>& bytes) {
   return parse_safetensors_header(std::as_bytes(std::span(bytes)), kLabel);
-}
-
-// Runs f, which must throw qloom::Error; returns it.
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a qloom::Error";
-  return Error(ErrorKind::kInternal, "", "", "no error thrown");
 }
 
 // Asserts kind, that the error names the file and `item`, that the message

@@ -13,6 +13,7 @@
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/io/weight_index.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -23,18 +24,8 @@ using qloom::Error;
 using qloom::ErrorKind;
 using namespace qloom::io;
 using qloom::test::read_file;
+using qloom::test::catch_error;
 using qloom::test::TempDir;
-
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a qloom::Error";
-  return Error(ErrorKind::kInternal, "", "", "no error thrown");
-}
 
 std::vector<std::byte> pattern(size_t n, unsigned seed) {
   std::vector<std::byte> v(n);

@@ -13,6 +13,7 @@
 #include "qloom/core/error.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/io/weight_index.h"
+#include "support/expect_error.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -22,18 +23,8 @@ using qloom::DType;
 using qloom::Error;
 using qloom::ErrorKind;
 using namespace qloom::io;
+using qloom::test::catch_error;
 using qloom::test::TempDir;
-
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a qloom::Error";
-  return Error(ErrorKind::kInternal, "", "", "no error thrown");
-}
 
 // Writes a small safetensors file holding U8 tensors of the given names.
 void shard(const fs::path& p, const std::vector<std::string>& names) {
