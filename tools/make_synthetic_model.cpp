@@ -2,7 +2,7 @@
 // given config — for benchmarks and memory tests on models larger than the
 // bundled one. Deterministic: the same config and seed give identical bytes.
 //
-//   qloom-synth --out DIR [--config config.json | --preset NAME]
+//   qloom-synth --output_dir DIR [--overwrite] [--config config.json | --preset NAME]
 //               [--num_hidden_layers N] [--hidden_size N] [--intermediate_size N]
 //               [--num_attention_heads N] [--num_key_value_heads N] [--vocab_size N]
 //               [--seed N] [--max_shard_size BYTES] [--tokenizer_from DIR]
@@ -100,7 +100,9 @@ int run(int argc, char** argv) {
   std::string out, config_path, preset_name, tokenizer_from = QLOOM_DEMO_MODEL_DIR;
   uint64_t seed = 0, max_shard = 5'000'000'000ULL;
   std::map<std::string, int64_t> overrides;
-  app.add_option(flag_names("out"), out, "output model directory (must not exist)")->required();
+  bool overwrite = false;
+  app.add_option(flag_names("output_dir"), out, "output model directory")->required();
+  app.add_flag(flag_names("overwrite"), overwrite, "replace an existing output directory");
   app.add_option(flag_names("config"), config_path, "HF config.json to instantiate");
   app.add_option(flag_names("preset"), preset_name, "tiny | bench-1gb | bench-4gb");
   app.add_option(flag_names("seed"), seed, "random seed");
@@ -138,7 +140,7 @@ int run(int argc, char** argv) {
   std::vector<qloom::io::TensorSpec> specs;
   for (const auto& t : tensors) specs.push_back({t.name, qloom::DType::kBF16, t.shape});
 
-  qloom::io::AtomicDir dir(out);
+  qloom::io::AtomicDir dir(out, overwrite);
   {
     std::ofstream(dir.staging() / "config.json") << cfg.dump(2) << "\n";
     json gen = {{"_from_model_config", true}, {"bos_token_id", cfg.value("bos_token_id", 1)},
@@ -172,7 +174,7 @@ int run(int argc, char** argv) {
   dir.commit();
   std::cerr << "qloom-synth: wrote " << out << ": " << shape.model_type << ", "
             << shape.num_layers << " layers, " << qloom::format_count(total) << " parameters, "
-            << writer.files().size() << " weight file(s)\n";
+            << writer.shard_files().size() << " shard(s)\n";
   return 0;
 }
 
