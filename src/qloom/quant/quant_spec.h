@@ -1,0 +1,56 @@
+// QuantSpec: how one tensor (a weight, a linear's input, a linear's output /
+// KV cache) is quantized — the C++ form of Quark's QuantizationSpec, whose
+// JSON form (16 keys) the exporter writes into quantization_config.
+// LayerQuantSpec groups the specs of one linear layer (Quark's
+// QuantizationConfig: weight, input_tensors, output_tensors, bias).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace qloom::quant {
+
+// Element formats, named as Quark's Dtype enum values (see quant_dtype_name).
+enum class QDtype : uint8_t { kInt8, kUInt8, kInt4, kUInt4, kFp8E4M3, kFp8E5M2, kFp4, kFp6E2M3, kFp6E3M2 };
+
+// Granularity of scales: one per tensor, one per output channel (ch_axis), or
+// one per group of group_size consecutive elements along the input dimension.
+enum class QScheme : uint8_t { kPerTensor, kPerChannel, kPerGroup };
+
+// How scales are represented: plain floating point, or OCP MX shared E8M0
+// exponents (power-of-two scales, stored as uint8).
+enum class ScaleFormat : uint8_t { kFloat, kE8M0 };
+
+struct QuantSpec {
+  QDtype dtype = QDtype::kInt8;
+  QScheme qscheme = QScheme::kPerTensor;
+  bool is_dynamic = false;    // scales computed at run time (activations only)
+  bool symmetric = true;      // false: asymmetric with integer zero points (uint4)
+  int ch_axis = -1;           // per-channel / per-group axis, -1 = none
+  int group_size = 0;         // per-group only
+  ScaleFormat scale_format = ScaleFormat::kFloat;
+  // Quark's remaining spec fields, carried verbatim into the exported JSON.
+  std::string round_method = "half_even";
+  std::string scale_type = "float";
+  std::string scale_calculation_mode;  // e.g. "even" for MX scales; empty = null
+  std::string observer_cls;            // e.g. "PerTensorMinMaxObserver"
+
+  bool operator==(const QuantSpec&) const = default;
+};
+
+// Quark's dtype strings: "int8", "uint8", "int4", "uint4", "fp8_e4m3", "fp8_e5m2",
+// "fp4", "fp6_e2m3", "fp6_e3m2".
+const char* quant_dtype_name(QDtype d);
+// Bits per element of the quantized codes (8, 4, 6).
+int quant_dtype_bits(QDtype d);
+
+struct LayerQuantSpec {
+  std::optional<QuantSpec> weight;
+  std::optional<QuantSpec> input;   // Quark input_tensors (activation into the linear)
+  std::optional<QuantSpec> output;  // Quark output_tensors (KV cache: k_proj / v_proj)
+  std::optional<QuantSpec> bias;
+  bool operator==(const LayerQuantSpec&) const = default;
+};
+
+}  // namespace qloom::quant
