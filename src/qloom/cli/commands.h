@@ -15,5 +15,7 @@ namespace qloom::cli {
 using CommandFn = std::function<int()>;
 
 void register_inspect(CLI::App& app, CommandFn& run);
+void register_quantize(CLI::App& app, CommandFn& run);
+void register_validate(CLI::App& app, CommandFn& run);
 
 }  // namespace qloom::cli

@@ -1,6 +1,6 @@
 // qloom command-line entry: parse, run one subcommand, map errors to exit codes.
 //   0 success, 1 internal error, 2 bad input or bad command line, 3 I/O failure
-//   while writing (disk full, permission).
+//   while writing (disk full, permission), 4 `validate` ran and a check failed.
 #include <exception>
 #include <iostream>
 
@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   cli::CommandFn run;
   cli::register_inspect(app, run);
+  cli::register_validate(app, run);
 
   try {
     app.parse(argc, argv);

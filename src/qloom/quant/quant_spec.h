@@ -27,7 +27,10 @@ struct QuantSpec {
   QScheme qscheme = QScheme::kPerTensor;
   bool is_dynamic = false;    // scales computed at run time (activations only)
   bool symmetric = true;      // false: asymmetric with integer zero points (uint4)
-  int ch_axis = -1;           // per-channel / per-group axis, -1 = none
+  // Quark's ch_axis: 0 for per-channel weights, 1 for per-token activations
+  // (ptpc_fp8 input), -1 (the last axis) for per-group and MX specs; written
+  // as null for per-tensor specs whatever this field holds.
+  int ch_axis = -1;
   int group_size = 0;         // per-group only
   ScaleFormat scale_format = ScaleFormat::kFloat;
   // Quark's remaining spec fields, carried verbatim into the exported JSON.

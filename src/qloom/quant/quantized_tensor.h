@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "qloom/core/dtype.h"
 #include "qloom/quant/quant_spec.h"
 
 namespace qloom::quant {
@@ -26,6 +27,9 @@ struct QuantizedTensor {
   std::vector<float> scales;
   // Asymmetric only, same layout as scales; empty when symmetric.
   std::vector<int32_t> zero_points;
+  // The dtype `scales` are stored in (every value in `scales` is exactly
+  // representable in it): kF32 / kBF16 / kF16, or kE8M0 for MX scales.
+  DType scale_dtype = DType::kF32;
 };
 
 }  // namespace qloom::quant

@@ -1,0 +1,78 @@
+// qloom validate --source DIR --quantized DIR [--json] [--report_dir DIR]
+// qloom validate --self-test
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "qloom/cli/commands.h"
+#include "qloom/cli/flags.h"
+#include "qloom/core/error.h"
+#include "qloom/validate/report.h"
+#include "qloom/validate/self_test.h"
+#include "qloom/validate/validator.h"
+
+namespace qloom::cli {
+namespace {
+
+// Exit code when the checks ran and at least one failed.
+constexpr int kValidationFailed = 4;
+
+}  // namespace
+
+void register_validate(CLI::App& app, CommandFn& run) {
+  struct Options {
+    std::string source, quantized, report_dir;
+    bool json = false, self_test = false;
+    unsigned threads = 0;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "validate", "Check a Quark checkpoint against its source: tensor-name patterns, auxiliary "
+                  "files, config.json, MD5 of unquantized tensors (report: validation_report.md)");
+  sub->add_option(flag_names("source"), o->source, "the source model directory");
+  sub->add_option(flag_names("quantized"), o->quantized, "the quantized model directory");
+  sub->add_option(flag_names("report_dir"), o->report_dir,
+                  "also write validation_report.md and validation_report.json here");
+  sub->add_flag(flag_names("json"), o->json, "print the JSON report instead of markdown");
+  sub->add_option(flag_names("threads"), o->threads, "hashing threads (0 = all cores)");
+  sub->add_flag(flag_names("self_test"), o->self_test,
+                "run the validator on a generated model and broken copies of it");
+  sub->callback([o, &run] {
+    run = [o] {
+      validate::ValidationReport report;
+      if (o->self_test) {
+        char tmpl[] = "/tmp/qloom-validate-self-test-XXXXXX";
+        const char* dir = ::mkdtemp(tmpl);
+        if (dir == nullptr) throw_errno(errno, "/tmp", "mkdtemp", true);
+        try {
+          report = validate::run_validator_self_test(dir);
+        } catch (...) {
+          std::filesystem::remove_all(dir);
+          throw;
+        }
+        std::filesystem::remove_all(dir);
+      } else {
+        if (o->quantized.empty())
+          throw Error(ErrorKind::kUsage, "", "--quantized", "no quantized model directory given",
+                      "pass --quantized DIR (and --source DIR), or --self-test");
+        validate::ValidateOptions vo;
+        vo.threads = o->threads;
+        report = validate::validate_checkpoint(o->source, o->quantized, vo);
+      }
+      if (!o->report_dir.empty()) validate::write_validation_report(report, o->report_dir);
+      if (o->json)
+        std::cout << validate::report_to_json(report).dump(2) << "\n";
+      else
+        std::cout << validate::render_markdown(report);
+      return report.passed() ? 0 : kValidationFailed;
+    };
+  });
+}
+
+}  // namespace qloom::cli

@@ -1,0 +1,95 @@
+#include "qloom/validate/checkpoint_pair.h"
+
+#include <system_error>
+
+#include "qloom/core/error.h"
+
+namespace qloom::validate {
+
+namespace fs = std::filesystem;
+
+struct CheckpointPair::Impl {
+  fs::path source_dir, quantized_dir;
+  std::optional<io::ModelDir> source, quantized;
+  std::string quantized_error;
+  // Set when the quantized config is unusable and the weights were opened
+  // directly.
+  std::unique_ptr<io::WeightIndex> quantized_weights_direct;
+  const io::WeightIndex* source_weights = nullptr;
+  const io::WeightIndex* quantized_weights = nullptr;
+  std::string source_weights_error, quantized_weights_error;
+};
+
+CheckpointPair::CheckpointPair(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CheckpointPair::CheckpointPair(CheckpointPair&&) noexcept = default;
+CheckpointPair& CheckpointPair::operator=(CheckpointPair&&) noexcept = default;
+CheckpointPair::~CheckpointPair() = default;
+
+std::string describe_error(const std::exception& e) {
+  // qloom::Error's what() already reads "file: item: message — remedy".
+  return e.what();
+}
+
+CheckpointPair CheckpointPair::open(const fs::path& source, const fs::path& quantized) {
+  auto impl = std::make_unique<Impl>();
+  impl->source_dir = source;
+  impl->quantized_dir = quantized;
+
+  std::error_code ec;
+  const auto st = fs::status(quantized, ec);
+  if (!fs::exists(st))
+    throw_not_found(quantized.string(), "", "quantized model directory does not exist",
+                    "pass the output directory of the quantize run");
+  if (!fs::is_directory(st))
+    throw_invalid(quantized.string(), "", "quantized model path is not a directory",
+                  "pass the output directory of the quantize run, not a file in it");
+
+  if (!source.empty()) {
+    impl->source.emplace(io::ModelDir::open(source));  // throws: bad input
+    try {
+      impl->source_weights = &impl->source->weights();
+    } catch (const std::exception& e) {
+      impl->source_weights_error = describe_error(e);
+    }
+  }
+
+  try {
+    impl->quantized.emplace(io::ModelDir::open(quantized));
+  } catch (const std::exception& e) {
+    impl->quantized_error = describe_error(e);
+  }
+  try {
+    if (impl->quantized) {
+      impl->quantized_weights = &impl->quantized->weights();
+    } else {
+      impl->quantized_weights_direct =
+          std::make_unique<io::WeightIndex>(io::WeightIndex::open(quantized));
+      impl->quantized_weights = impl->quantized_weights_direct.get();
+    }
+  } catch (const std::exception& e) {
+    impl->quantized_weights_error = describe_error(e);
+  }
+  return CheckpointPair(std::move(impl));
+}
+
+const fs::path& CheckpointPair::source_dir() const { return impl_->source_dir; }
+const fs::path& CheckpointPair::quantized_dir() const { return impl_->quantized_dir; }
+const io::ModelDir* CheckpointPair::source() const {
+  return impl_->source ? &*impl_->source : nullptr;
+}
+const io::ModelDir* CheckpointPair::quantized() const {
+  return impl_->quantized ? &*impl_->quantized : nullptr;
+}
+const std::string& CheckpointPair::quantized_error() const { return impl_->quantized_error; }
+const io::WeightIndex* CheckpointPair::source_weights() const { return impl_->source_weights; }
+const std::string& CheckpointPair::source_weights_error() const {
+  return impl_->source_weights_error;
+}
+const io::WeightIndex* CheckpointPair::quantized_weights() const {
+  return impl_->quantized_weights;
+}
+const std::string& CheckpointPair::quantized_weights_error() const {
+  return impl_->quantized_weights_error;
+}
+
+}  // namespace qloom::validate

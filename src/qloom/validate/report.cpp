@@ -1,0 +1,158 @@
+#include "qloom/validate/report.h"
+
+#include <system_error>
+
+#include "qloom/core/error.h"
+#include "qloom/io/atomic_dir.h"
+
+namespace qloom::validate {
+
+namespace fs = std::filesystem;
+
+const char* status_name(StepResult::Status s) {
+  switch (s) {
+    case StepResult::kOk: return "ok";
+    case StepResult::kFail: return "FAIL";
+    case StepResult::kSkipped: return "skipped";
+  }
+  return "?";
+}
+
+bool ValidationReport::passed() const {
+  for (const auto& s : steps)
+    if (s.status == StepResult::kFail) return false;
+  return true;
+}
+
+const StepResult* ValidationReport::step(int number) const {
+  for (const auto& s : steps)
+    if (s.number == number) return &s;
+  return nullptr;
+}
+
+namespace {
+
+struct Tally {
+  int ok = 0, fail = 0, skipped = 0;
+  std::vector<int> failed;
+};
+
+Tally tally(const ValidationReport& r) {
+  Tally t;
+  for (const auto& s : r.steps) {
+    if (s.status == StepResult::kOk) ++t.ok;
+    else if (s.status == StepResult::kFail) ++t.fail, t.failed.push_back(s.number);
+    else ++t.skipped;
+  }
+  return t;
+}
+
+std::string verdict_word(const ValidationReport& r) { return r.passed() ? "PASS" : "FAIL"; }
+
+std::string verdict_line(const ValidationReport& r) {
+  const Tally t = tally(r);
+  std::string counts = "ok: " + std::to_string(t.ok) + ", FAIL: " + std::to_string(t.fail) +
+                       ", skipped: " + std::to_string(t.skipped);
+  std::string out = "**Verdict**: " + verdict_word(r) + " — ";
+  if (t.failed.empty()) return out + counts;
+  out += "failed: ";
+  for (size_t i = 0; i < t.failed.size(); ++i) {
+    if (i) out += ", ";
+    out += r.step_label + " " + std::to_string(t.failed[i]);
+  }
+  return out + " (" + counts + ")";
+}
+
+std::string code_span(const std::string& s) {
+  // A path with a backtick in it needs a longer fence.
+  return s.find('`') == std::string::npos ? "`" + s + "`" : "`` " + s + " ``";
+}
+
+}  // namespace
+
+std::string render_markdown(const ValidationReport& r) {
+  std::string md = "## " + r.heading + "\n\n";
+  md += "- source: " + (r.source.empty() ? std::string("(none given)") : code_span(r.source)) + "\n";
+  md += "- quantized: " + code_span(r.quantized) + "\n";
+  if (!r.steps.empty()) {
+    md += "- order: ";
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      if (i) md += " → ";
+      md += std::to_string(r.steps[i].number);
+    }
+    md += "\n";
+  }
+  for (const auto& s : r.steps) {
+    md += "\n**";
+    md += r.step_label;
+    md += ' ';
+    md += std::to_string(s.number);
+    md += " — ";
+    md += s.title;
+    md += "**: ";
+    md += status_name(s.status);
+    if (!s.summary.empty()) {
+      md += " — ";
+      md += s.summary;
+    }
+    md += '\n';
+    bool in_table = false;
+    for (const auto& d : s.details) {
+      const bool row = !d.empty() && d[0] == '|';
+      if (row && !in_table) md += "\n";
+      if (!row && in_table) md += "\n";
+      in_table = row;
+      if (!row) md += "  - ";
+      md += d;
+      md += '\n';
+    }
+  }
+  md += '\n';
+  md += verdict_line(r);
+  md += '\n';
+  return md;
+}
+
+nlohmann::ordered_json report_to_json(const ValidationReport& r) {
+  using oj = nlohmann::ordered_json;
+  const Tally t = tally(r);
+  oj j = oj::object();
+  j["report"] = "validation_report";
+  j["heading"] = r.heading;
+  j["source"] = r.source;
+  j["quantized"] = r.quantized;
+  j["passed"] = r.passed();
+  j["verdict"] = verdict_word(r);
+  oj order = oj::array();
+  for (const auto& s : r.steps) order.push_back(s.number);
+  j["order"] = order;
+  j["counts"] = {{"ok", t.ok}, {"FAIL", t.fail}, {"skipped", t.skipped}};
+  oj steps = oj::array();
+  for (const auto& s : r.steps) {
+    oj e = oj::object();
+    e["step"] = s.number;
+    e["title"] = s.title;
+    e["status"] = status_name(s.status);
+    e["ok"] = s.status == StepResult::kOk;
+    e["summary"] = s.summary;
+    e["details"] = s.details;
+    e["data"] = s.data.is_null() ? oj::object() : s.data;
+    steps.push_back(std::move(e));
+  }
+  j["steps"] = std::move(steps);
+  return j;
+}
+
+void write_validation_report(const ValidationReport& r, const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw_errno(ec.value(), dir.string(), "creating the report directory", /*writing=*/true);
+  io::write_file_atomic(dir / kReportMarkdownName, render_markdown(r));
+  // Invalid UTF-8 in a tensor or file name must not make the writer throw.
+  const std::string json =
+      report_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+      "\n";
+  io::write_file_atomic(dir / kReportJsonName, json);
+}
+
+}  // namespace qloom::validate

@@ -1,0 +1,62 @@
+#include "qloom/validate/validator.h"
+
+#include <exception>
+
+#include "qloom/validate/checkpoint_pair.h"
+#include "qloom/validate/checks.h"
+
+namespace qloom::validate {
+
+StepResult run_numeric_step(const CheckpointPair& pair, const ValidateOptions& opts) {
+  StepResult r;
+  r.number = 5;
+  r.title = kNumericTitle;
+  r.status = StepResult::kSkipped;
+  if (!opts.numeric_step) {
+    r.summary = "no numeric checker in this run (dequantize-and-compare and engine load are "
+                "supplied by qloom's quant and engine modules)";
+    r.data["reason"] = "no_numeric_checker";
+    return r;
+  }
+  if (!pair.source()) {
+    r.summary = "no source model given, nothing to compare the dequantized weights with";
+    r.data["reason"] = "no_source";
+    return r;
+  }
+  if (!pair.quantized()) {
+    r.summary = "the quantized directory is not a readable model (see step 3): " +
+                pair.quantized_error();
+    r.data["reason"] = "quantized_unreadable";
+    return r;
+  }
+  try {
+    StepResult got = opts.numeric_step(*pair.source(), *pair.quantized());
+    got.number = 5;
+    if (got.title.empty()) got.title = kNumericTitle;
+    return got;
+  } catch (const std::exception& e) {
+    r.status = StepResult::kFail;
+    r.summary = "the numeric checker stopped with an error: " + describe_error(e);
+    r.data["reason"] = "checker_error";
+    r.data["error"] = describe_error(e);
+    return r;
+  }
+}
+
+ValidationReport validate_checkpoint(const std::filesystem::path& source,
+                                     const std::filesystem::path& quantized,
+                                     const ValidateOptions& options) {
+  const CheckpointPair pair = CheckpointPair::open(source, quantized);
+  ValidationReport report;
+  report.source = source.string();
+  report.quantized = quantized.string();
+  // Quark's cost order: headers, small files, one JSON, then tensor bytes.
+  report.steps.push_back(check_fuzzy_tensor_names(pair, options));
+  report.steps.push_back(check_auxiliary_files(pair, options));
+  report.steps.push_back(check_config(pair, options));
+  report.steps.push_back(check_excluded_tensors_md5(pair, options));
+  report.steps.push_back(run_numeric_step(pair, options));
+  return report;
+}
+
+}  // namespace qloom::validate
