@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   cli::CommandFn run;
   cli::register_inspect(app, run);
+  cli::register_quantize(app, run);
   cli::register_validate(app, run);
 
   try {

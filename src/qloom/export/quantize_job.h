@@ -1,0 +1,67 @@
+// The quantization job behind `qloom quantize`: open the source model, select
+// layers, quantize them tensor by tensor (RTN), and export a Quark hf_format
+// checkpoint. Options mirror quark-cli torch-llm-ptq / quantize_quark.py so
+// existing command lines work unchanged.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qloom::exporter {
+
+struct QuantizeOptions {
+  std::filesystem::path model_dir;
+  std::filesystem::path output_dir;
+  std::string quant_scheme;
+  std::string kv_cache_dtype;  // "" or "fp8"
+  std::vector<std::pair<std::string, std::string>> layer_quant_scheme;
+  std::vector<std::string> exclude_layers;
+  std::string quant_algo;  // "" = RTN; gptq/awq/smoothquant arrive with the calibration pipeline
+  std::string dataset = "pileval";
+  uint64_t num_calib_data = 512;
+  uint64_t seq_len = 512;
+  uint64_t batch_size = 1;
+  std::string device = "cpu";
+  double min_kv_scale = 0.0;
+  std::string pack_method = "reorder";
+  std::string model_export = "hf_format";
+  bool skip_evaluation = false;
+  bool overwrite = false;
+  // Keep layers the scheme's Quark layout cannot hold (e.g. int4 with
+  // out_features % 8 != 0) in the source dtype instead of failing.
+  bool exclude_unsupported = false;
+  uint64_t max_shard_bytes = 5'000'000'000ULL;
+  unsigned threads = 0;  // 0 = all hardware threads
+};
+
+struct TensorProgress {
+  size_t index = 0, total = 0;  // 1-based index of this tensor
+  std::string name;
+  std::string shape;      // "[576,576]"
+  std::string from, to;   // "bf16", "int4 g128" / "copy"
+  double seconds = 0;     // time spent on this tensor
+  double eta_seconds = 0; // estimated time left
+};
+
+struct QuantizeSummary {
+  uint64_t tensors_in = 0, tensors_out = 0;
+  uint64_t layers_quantized = 0, layers_excluded = 0;
+  uint64_t bytes_before = 0, bytes_after = 0;  // tensor data
+  uint64_t params_quantized = 0;               // elements of quantized weights
+  double bits_per_weight = 0;  // stored bits (codes + scales + zero points) per quantized weight element
+  double seconds = 0;
+  std::vector<std::string> warnings;
+  std::vector<std::string> exclude;  // effective exclusions
+};
+
+using ProgressFn = std::function<void(const TensorProgress&)>;
+
+// Throws qloom::Error on bad options or input; on any failure the output dir
+// does not exist afterwards.
+QuantizeSummary quantize_model(const QuantizeOptions& opts, const ProgressFn& progress = {});
+
+}  // namespace qloom::exporter
