@@ -25,8 +25,16 @@ setup:
 build: setup
 	cmake --build $(BUILD) -j $(JOBS)
 
+DEMO_OUT    ?= $(BUILD)/demo/stories260K-mxfp4
+
+# The main job on the bundled model: inspect, quantize to MXFP4 (RTN; the
+# down_proj layers, in_features 172, stay bf16), validate every step.
 demo: build
 	./$(BUILD)/qloom inspect $(DEMO_MODEL)
+	./$(BUILD)/qloom quantize --model_dir $(DEMO_MODEL) --output_dir $(DEMO_OUT) \
+	  --quant_scheme mxfp4_weight_only --exclude_unsupported --overwrite --progress on
+	./$(BUILD)/qloom validate --source $(DEMO_MODEL) --quantized $(DEMO_OUT) \
+	  --report_dir $(BUILD)/demo
 
 # The short fuzz run goes first so that CTest's summary closes the output.
 test: build

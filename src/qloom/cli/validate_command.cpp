@@ -13,6 +13,7 @@
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
 #include "qloom/core/error.h"
+#include "qloom/validate/numeric_check.h"
 #include "qloom/validate/report.h"
 #include "qloom/validate/self_test.h"
 #include "qloom/validate/validator.h"
@@ -28,7 +29,7 @@ constexpr int kValidationFailed = 4;
 void register_validate(CLI::App& app, CommandFn& run) {
   struct Options {
     std::string source, quantized, report_dir;
-    bool json = false, self_test = false;
+    bool json = false, self_test = false, no_numeric = false;
     unsigned threads = 0;
   };
   auto o = std::make_shared<Options>();
@@ -41,6 +42,8 @@ void register_validate(CLI::App& app, CommandFn& run) {
                   "also write validation_report.md and validation_report.json here");
   sub->add_flag(flag_names("json"), o->json, "print the JSON report instead of markdown");
   sub->add_option(flag_names("threads"), o->threads, "hashing threads (0 = all cores)");
+  sub->add_flag(flag_names("no_numeric"), o->no_numeric,
+                "skip step 5 (dequantize every quantized weight and compare with the source)");
   sub->add_flag(flag_names("self_test"), o->self_test,
                 "run the validator on a generated model and broken copies of it");
   sub->callback([o, &run] {
@@ -63,6 +66,7 @@ void register_validate(CLI::App& app, CommandFn& run) {
                       "pass --quantized DIR (and --source DIR), or --self-test");
         validate::ValidateOptions vo;
         vo.threads = o->threads;
+        if (!o->no_numeric) vo.numeric_step = validate::check_dequantized_weights;
         report = validate::validate_checkpoint(o->source, o->quantized, vo);
       }
       if (!o->report_dir.empty()) validate::write_validation_report(report, o->report_dir);

@@ -1,0 +1,137 @@
+#include "qloom/validate/numeric_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "qloom/core/convert.h"
+#include "qloom/core/error.h"
+#include "qloom/export/quark_config.h"
+#include "qloom/export/quark_exporter.h"
+#include "qloom/export/quark_tensors.h"
+#include "qloom/quant/distortion.h"
+#include "qloom/quant/quantize_fast.h"
+#include "qloom/quant/quantize_ref.h"
+#include "qloom/validate/checkpoint_pair.h"
+
+namespace qloom::validate {
+namespace {
+
+constexpr std::string_view kScaleSuffix = ".weight_scale";
+
+std::string fmt_db(double db) {
+  if (std::isinf(db)) return db > 0 ? "exact" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f dB", db);
+  return buf;
+}
+
+}  // namespace
+
+double sqnr_floor_db(const quant::QuantSpec& w) {
+  switch (quant::quant_dtype_bits(w.dtype)) {
+    case 8: return 20.0;
+    case 6: return 12.0;
+    default: return 6.0;
+  }
+}
+
+StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized) {
+  StepResult r;
+  r.number = 5;
+  r.title = "numeric checks";
+  const auto& cfg = quantized.config();
+  const auto qc_it = cfg.find("quantization_config");
+  if (qc_it == cfg.end() || !qc_it->is_object()) {
+    r.status = StepResult::kSkipped;
+    r.summary = "no quantization_config to read the specs from";
+    return r;
+  }
+  const nlohmann::json& qc = *qc_it;
+  const bool rtn = !qc.contains("algo_config") || qc["algo_config"].is_null();
+  PackOrder order = PackOrder::kReorder;
+  if (auto e = qc.find("export"); e != qc.end() && e->is_object() && e->value("pack_method", "reorder") == "order")
+    order = PackOrder::kSequential;
+
+  const io::WeightIndex& sw = source.weights();
+  const io::WeightIndex& qw = quantized.weights();
+  const exporter::TensorLookup lookup = [&](const std::string& name) -> std::optional<io::TensorView> {
+    if (qw.find(name) == nullptr) return std::nullopt;
+    return qw.view(name);
+  };
+  const std::optional<DType> model_dtype = exporter::config_model_dtype(source.config());
+
+  uint64_t checked = 0, failed = 0, reproduced = 0;
+  double worst = std::numeric_limits<double>::infinity();
+  std::string worst_module;
+  std::vector<float> src_f32, deq;
+  r.details.push_back("| module | scheme | SQNR vs source | floor | reproduces RTN | check |");
+  r.details.push_back("|---|---|---:|---:|---|---|");
+  for (const std::string& name : qw.tensor_names()) {
+    if (name.size() <= kScaleSuffix.size() ||
+        name.compare(name.size() - kScaleSuffix.size(), kScaleSuffix.size(), kScaleSuffix) != 0)
+      continue;
+    const std::string module = name.substr(0, name.size() - kScaleSuffix.size());
+    std::string problem, scheme = "?", sqnr_text = "-", floor_text = "-", repro = "-";
+    try {
+      const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
+      if (!spec || !spec->weight) throw Error(ErrorKind::kInvalidInput, "", module, "has a weight_scale but quantization_config assigns it no weight spec");
+      const quant::QuantSpec& ws = *spec->weight;
+      scheme = quant::quant_dtype_name(ws.dtype);
+      if (ws.qscheme == quant::QScheme::kPerGroup) scheme += " g" + std::to_string(ws.group_size);
+      const quant::QuantizedTensor qt = exporter::unpack_quantized_weight(module, ws, lookup, order);
+      deq = quant::dequantize(qt);
+      const io::TensorInfo* si = sw.find(module + ".weight");
+      if (si == nullptr) throw Error(ErrorKind::kNotFound, "", module + ".weight", "not in the source checkpoint");
+      src_f32.resize(si->numel());
+      to_f32(si->dtype, sw.view(module + ".weight").data.data(), src_f32.data(), src_f32.size());
+      if (src_f32.size() != deq.size()) throw Error(ErrorKind::kInvalidInput, "", module, "element count differs from the source");
+      const quant::DistortionStats d = quant::measure_distortion(src_f32.data(), deq.data(), deq.size());
+      const double floor = sqnr_floor_db(ws);
+      sqnr_text = fmt_db(d.sqnr_db);
+      floor_text = fmt_db(floor);
+      if (!(d.sqnr_db >= floor)) problem = "SQNR " + sqnr_text + " below the floor " + floor_text;
+      if (d.sqnr_db < worst) {
+        worst = d.sqnr_db;
+        worst_module = module;
+      }
+      if (rtn && model_dtype) {
+        const DType scale_dtype = quant::quark_scale_dtype(ws, *model_dtype);
+        const quant::QuantizedTensor again = quant::quantize_weight(
+            src_f32.data(), si->shape[0], si->shape[1], ws, scale_dtype, module + ".weight", *model_dtype);
+        const bool same = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points;
+        repro = same ? "yes" : "no";
+        if (same) ++reproduced;
+        else if (problem.empty()) problem = "codes/scales differ from the round-to-nearest reference for the source";
+      }
+    } catch (const std::exception& e) {
+      problem = describe_error(e);
+    }
+    ++checked;
+    if (!problem.empty()) ++failed;
+    r.details.push_back("| `" + module + "` | " + scheme + " | " + sqnr_text + " | " + floor_text + " | " + repro +
+                        " | " + (problem.empty() ? "ok" : "FAIL: " + problem) + " |");
+  }
+  r.data["checked"] = checked;
+  r.data["failed"] = failed;
+  r.data["reproduced_rtn"] = reproduced;
+  r.data["rtn_reference_checked"] = rtn;
+  r.data["worst_sqnr_db"] = std::isfinite(worst) ? nlohmann::ordered_json(worst) : nlohmann::ordered_json(nullptr);
+  r.data["worst_module"] = worst_module;
+  if (checked == 0) {
+    r.status = StepResult::kSkipped;
+    r.summary = "no quantized weights (no <module>.weight_scale) found";
+    r.details.clear();
+    return r;
+  }
+  r.status = failed ? StepResult::kFail : StepResult::kOk;
+  r.summary = std::to_string(checked - failed) + " of " + std::to_string(checked) +
+              " quantized weights dequantize within their SQNR floor" +
+              (rtn ? ", " + std::to_string(reproduced) + " reproduce the RTN reference bit for bit" : "") +
+              "; worst " + fmt_db(worst) + " (" + worst_module + "); engine load: not available yet";
+  return r;
+}
+
+}  // namespace qloom::validate

@@ -1,0 +1,26 @@
+// qloom's numeric validation step (step 5): every quantized weight of the
+// checkpoint is unpacked from its Quark layout and dequantized; it must
+//  - reproduce exactly what qloom's reference quantizer gives for the source
+//    weight under the spec the checkpoint's quantization_config assigns to it
+//    (only when algo_config is null: GPTQ/AWQ legitimately choose other codes),
+//  - and come within its format's SQNR floor of the source weight.
+// Reads the validate <- export direction: the Quark layout lives in export/.
+// Loading the checkpoint in the engine joins this step when the engine lands.
+#pragma once
+
+#include "qloom/io/model_dir.h"
+#include "qloom/quant/quant_spec.h"
+#include "qloom/validate/report.h"
+
+namespace qloom::validate {
+
+// Lowest SQNR (dB) of a dequantized weight against its source that step 5
+// accepts, by element format: 4-bit formats 6 dB, fp8 20 dB, int8 20 dB.
+// Far below typical values (int4 g128 ~19 dB, fp8 ~31 dB on Gaussian
+// weights): these catch broken scales, transposes and packing, not accuracy.
+double sqnr_floor_db(const quant::QuantSpec& weight_spec);
+
+// Usable as ValidateOptions::numeric_step.
+StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized);
+
+}  // namespace qloom::validate
