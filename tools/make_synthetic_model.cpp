@@ -55,7 +55,7 @@ json preset(const std::string& name) {
     base.update({{"hidden_size", 64}, {"intermediate_size", 176}, {"num_hidden_layers", 2},
                  {"num_attention_heads", 4}, {"num_key_value_heads", 2}});
   } else if (name == "bench-1gb") {
-    base.update({{"hidden_size", 2048}, {"intermediate_size", 5632}, {"num_hidden_layers", 8},
+    base.update({{"hidden_size", 2048}, {"intermediate_size", 5632}, {"num_hidden_layers", 12},
                  {"num_attention_heads", 16}, {"num_key_value_heads", 4}});
   } else if (name == "bench-4gb") {
     base.update({{"hidden_size", 2048}, {"intermediate_size", 5632}, {"num_hidden_layers", 32},

@@ -211,6 +211,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
     if (p.kind == PlannedKind::kCopy) {
       const io::TensorView v = w.view(p.name);
       ex.write_plain(p.name, v);
+      w.release(p.name);
       tp.name = p.name;
       tp.shape = shape_str(v.shape());
       tp.from = std::string(dtype_name(v.dtype()));
@@ -230,6 +231,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       const quant::QuantizedTensor qt =
           quant::quantize_weight(f32.data(), rows, cols, ws, scale_dtype, name, model_dtype, o.threads);
       ex.write_quantized(p.module, qt);
+      w.release(name);
       uint64_t out_bytes = 0;
       for (const auto& s : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype, order)) out_bytes += s.nbytes();
       tp.name = name;

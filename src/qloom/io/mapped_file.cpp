@@ -97,4 +97,15 @@ void MappedFile::prefetch(uint64_t offset, uint64_t length) const {
                   MADV_WILLNEED);
 }
 
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+  if (addr_ == nullptr || offset >= size_ || length == 0) return;
+  if (length > size_ - offset) length = size_ - offset;
+  // Only whole pages inside the range: a neighbour sharing a page keeps it.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = (offset + page - 1) / page * page;
+  const uint64_t end = (offset + length) / page * page;
+  if (end <= start) return;
+  (void)::madvise(static_cast<char*>(addr_) + start, static_cast<size_t>(end - start), MADV_DONTNEED);
+}
+
 }  // namespace qloom::io

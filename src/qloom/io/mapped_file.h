@@ -46,6 +46,11 @@ class MappedFile {
   // Asks the kernel to start reading [offset, offset+length) in the
   // background (MADV_WILLNEED). Out-of-range parts are clipped.
   void prefetch(uint64_t offset, uint64_t length) const;
+  // Tells the kernel this process is done with the whole pages inside
+  // [offset, offset+length) (MADV_DONTNEED): they leave its resident set and
+  // are read again from the page cache if touched later. Streaming a model
+  // tensor by tensor this way keeps RSS at about one tensor, not the model.
+  void release(uint64_t offset, uint64_t length) const;
 
  private:
   void reset() noexcept;

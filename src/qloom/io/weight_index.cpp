@@ -312,4 +312,12 @@ bool WeightIndex::is_sharded() const { return impl_->sharded; }
 const fs::path& WeightIndex::dir() const { return impl_->dir; }
 const nlohmann::json& WeightIndex::index_metadata() const { return impl_->index_metadata; }
 
+void WeightIndex::release(std::string_view name) const {
+  const std::optional<size_t> i = shard_of(name);
+  if (!i) return;
+  const SafetensorsFile& f = shard(*i);
+  const TensorInfo* t = f.find(name);
+  if (t != nullptr) f.mapped().release(f.data_offset() + t->data_begin, t->nbytes());
+}
+
 }  // namespace qloom::io

@@ -54,6 +54,10 @@ class WeightIndex {
   const TensorInfo* find(std::string_view name) const;
   // Index into shard_files() of the shard holding `name`; nullopt when absent.
   std::optional<size_t> shard_of(std::string_view name) const;
+  // Drops the tensor's pages from this process's resident set once it has
+  // been consumed (MappedFile::release); views of it stay valid and re-read
+  // from the page cache. No-op for unknown names.
+  void release(std::string_view name) const;
   // Throws kNotFound naming the tensor and the model directory when absent.
   TensorView view(std::string_view name) const;
 
