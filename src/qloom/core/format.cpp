@@ -30,6 +30,16 @@ std::string format_bytes(uint64_t n) {
   return buf;
 }
 
+std::string format_shape(const std::vector<uint64_t>& shape, bool compact) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += compact ? "," : ", ";
+    out += std::to_string(shape[i]);
+  }
+  out += "]";
+  return out;
+}
+
 std::string format_duration(double seconds) {
   char buf[32];
   if (!std::isfinite(seconds) || seconds < 0) return "?";

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace qloom {
 
@@ -10,6 +11,9 @@ namespace qloom {
 std::string format_count(uint64_t n);
 // Bytes with a binary-prefixed unit: 524960 -> "512.7 KiB", 1.5e9 -> "1.40 GiB".
 std::string format_bytes(uint64_t n);
+// A tensor shape: {576, 64} -> "[576, 64]" (compact: "[576,64]", as
+// llama-quantize's progress lines print it).
+std::string format_shape(const std::vector<uint64_t>& shape, bool compact = false);
 // Seconds as "0.42 s", "3.1 s", "2m05s", "1h02m".
 std::string format_duration(double seconds);
 

@@ -8,6 +8,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/dtype.h"
 #include "qloom/core/error.h"
+#include "qloom/core/format.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
@@ -26,15 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string shape_str(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  s += "]";
-  return s;
-}
 
 // "int4 g128", "fp8 pc", "fp4 g32": what a weight becomes, for progress lines.
 std::string spec_label(const quant::QuantSpec& w) {
@@ -213,7 +205,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       ex.write_plain(p.name, v);
       w.release(p.name);
       tp.name = p.name;
-      tp.shape = shape_str(v.shape());
+      tp.shape = format_shape(v.shape(), /*compact=*/true);
       tp.from = std::string(dtype_name(v.dtype()));
       tp.to = "copy";
       done_bytes += v.nbytes();
@@ -235,7 +227,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       uint64_t out_bytes = 0;
       for (const auto& s : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype, order)) out_bytes += s.nbytes();
       tp.name = name;
-      tp.shape = shape_str(v.shape());
+      tp.shape = format_shape(v.shape(), /*compact=*/true);
       tp.from = std::string(dtype_name(v.dtype()));
       tp.to = spec_label(ws);
       done_bytes += v.nbytes();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/core/format.h"
 #include "qloom/core/float_codec.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/io/atomic_dir.h"
@@ -186,14 +187,6 @@ std::string kind_name(PlannedKind k) {
   return "?";
 }
 
-std::string shape_str(const std::vector<uint64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(s[i]);
-  }
-  return out + "]";
-}
 
 }  // namespace
 
@@ -253,8 +246,8 @@ struct QuarkExporter::Impl {
       if (ts[k].name != s.name || ts[k].dtype != s.dtype || ts[k].shape != s.shape)
         throw Error(ErrorKind::kUsage, out_dir.string(), s.name,
                     "the tensor to write (" + ts[k].name + " " + std::string(dtype_name(ts[k].dtype)) + " " +
-                        shape_str(ts[k].shape) + ") differs from the plan (" + s.name + " " +
-                        std::string(dtype_name(s.dtype)) + " " + shape_str(s.shape) + ")",
+                        format_shape(ts[k].shape) + ") differs from the plan (" + s.name + " " +
+                        std::string(dtype_name(s.dtype)) + " " + format_shape(s.shape) + ")",
                     "quantize with the spec and shape given to plan()");
     }
     for (const auto& t : ts) write_one(t.name, t.data);
@@ -383,7 +376,7 @@ void QuarkExporter::write_plain(const std::string& name, const io::TensorView& v
   if (view.info == nullptr || view.dtype() != s.dtype || view.shape() != s.shape)
     throw Error(ErrorKind::kUsage, m.out_dir.string(), name,
                 "the view's dtype/shape differ from the planned " + std::string(dtype_name(s.dtype)) + " " +
-                    shape_str(s.shape),
+                    format_shape(s.shape),
                 "pass the source tensor's view");
   m.write_one(name, view.data);
 }
@@ -422,7 +415,7 @@ void QuarkExporter::write_scale(const std::string& name, float value) {
   if (!s.shape.empty() || !(s.dtype == DType::kF32 || s.dtype == DType::kBF16 || s.dtype == DType::kF16))
     throw Error(ErrorKind::kUsage, m.out_dir.string(), name,
                 "write_scale writes a scalar float tensor; this one is " + std::string(dtype_name(s.dtype)) +
-                    " " + shape_str(s.shape),
+                    " " + format_shape(s.shape),
                 "");
   if (round_to_dtype(value, s.dtype) != value)
     throw Error(ErrorKind::kUsage, m.out_dir.string(), name,

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/core/format.h"
 #include "qloom/core/float_codec.h"
 
 namespace qloom::exporter {
@@ -22,14 +23,6 @@ namespace {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-std::string shape_str(const std::vector<uint64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(s[i]);
-  }
-  return out + "]";
-}
 
 uint64_t numel_of(const std::vector<uint64_t>& s) {
   uint64_t n = 1;
@@ -80,7 +73,7 @@ WeightLayout weight_layout(const std::string& module, const std::vector<uint64_t
   if (shape.size() != 2 || shape[0] == 0 || shape[1] == 0)
     throw Error(ErrorKind::kUsage, "", item,
                 "a quantized weight must be a non-empty 2-D [out, in] matrix, got shape " +
-                    shape_str(shape),
+                    format_shape(shape),
                 "");
   if (w.is_dynamic)
     throw Error(ErrorKind::kUsage, "", item, "a weight spec cannot be dynamic",
@@ -427,7 +420,7 @@ std::vector<ExportedTensor> pack_quantized_weight(const std::string& module, con
   const uint64_t n = out * in;
   if (qt.codes.size() != n)
     throw Error(ErrorKind::kUsage, "", witem,
-                "expected " + std::to_string(n) + " codes for shape " + shape_str(qt.shape) + ", got " +
+                "expected " + std::to_string(n) + " codes for shape " + format_shape(qt.shape) + ", got " +
                     std::to_string(qt.codes.size()),
                 "");
   // Scale / zero-point counts in qloom's layout: per_tensor 1, per_channel
@@ -591,7 +584,7 @@ void expect(const io::TensorView& v, DType dt, const std::vector<uint64_t>& shap
     layout_error(v.name(), "expected dtype " + std::string(dtype_name(dt)) + ", got " +
                                std::string(dtype_name(v.dtype())));
   if (v.shape() != shape)
-    layout_error(v.name(), "expected shape " + shape_str(shape) + ", got " + shape_str(v.shape()));
+    layout_error(v.name(), "expected shape " + format_shape(shape) + ", got " + format_shape(v.shape()));
 }
 
 // Float scales in any float dtype; numel must match; shapes compared by the
@@ -601,7 +594,7 @@ std::vector<float> read_float_scales(const io::TensorView& v, uint64_t expected_
     layout_error(v.name(), "scales must be F32, BF16 or F16, got " + std::string(dtype_name(v.dtype())));
   if (v.numel() != expected_numel)
     layout_error(v.name(), "expected " + std::to_string(expected_numel) + " scales, got shape " +
-                               shape_str(v.shape()));
+                               format_shape(v.shape()));
   std::vector<float> out(expected_numel);
   for (uint64_t i = 0; i < expected_numel; ++i) out[i] = decode_float(v.data, v.dtype(), i);
   return out;
@@ -619,7 +612,7 @@ QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSp
                                         const TensorLookup& lookup, PackOrder order) {
   const io::TensorView wv = need(lookup, module + ".weight");
   const io::TensorView sv = need(lookup, module + ".weight_scale");
-  if (wv.shape().size() != 2) layout_error(wv.name(), "expected a 2-D tensor, got " + shape_str(wv.shape()));
+  if (wv.shape().size() != 2) layout_error(wv.name(), "expected a 2-D tensor, got " + format_shape(wv.shape()));
   const uint64_t g = spec.qscheme == QScheme::kPerGroup ? static_cast<uint64_t>(std::max(spec.group_size, 1)) : 0;
 
   // Logical shape from the stored tensors.
@@ -633,7 +626,7 @@ QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSp
   } else if (is_4bit_int(spec.dtype) && spec.qscheme == QScheme::kPerGroup) {
     in = wv.shape()[0];
     // Pack_4_bits.unpack(origin_packed_axis_size = scale.shape[-1]).
-    if (sv.shape().size() != 2) layout_error(sv.name(), "expected [in/g, out], got " + shape_str(sv.shape()));
+    if (sv.shape().size() != 2) layout_error(sv.name(), "expected [in/g, out], got " + format_shape(sv.shape()));
     out = sv.shape()[1];
   } else if (is_4bit_int(spec.dtype)) {
     out = wv.shape()[0];
@@ -692,12 +685,12 @@ QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSp
   } else {
     if (spec.qscheme == QScheme::kPerTensor) {
       if (!shape_is_one_of(sv.shape(), {{}, {1}}))
-        layout_error(sv.name(), "expected a scalar scale, got shape " + shape_str(sv.shape()));
+        layout_error(sv.name(), "expected a scalar scale, got shape " + format_shape(sv.shape()));
     } else if (spec.qscheme == QScheme::kPerChannel) {
       if (!shape_is_one_of(sv.shape(), {{out}, {out, 1}}))
-        layout_error(sv.name(), "expected shape [" + std::to_string(out) + "], got " + shape_str(sv.shape()));
+        layout_error(sv.name(), "expected shape [" + std::to_string(out) + "], got " + format_shape(sv.shape()));
     } else if (sv.shape() != L.scale_shape) {
-      layout_error(sv.name(), "expected shape " + shape_str(L.scale_shape) + ", got " + shape_str(sv.shape()));
+      layout_error(sv.name(), "expected shape " + format_shape(L.scale_shape) + ", got " + format_shape(sv.shape()));
     }
     qt.scales = read_float_scales(sv, nscale);
     if (L.transposed) qt.scales = transpose(qt.scales.data(), in / g, out);
@@ -750,7 +743,7 @@ std::optional<ActivationQParams> unpack_activation_qparams(const std::string& mo
   ActivationQParams q;
   q.scale = read_float_scales(*sv, 1)[0];
   if (auto zv = lookup(module + "." + p + "_zero_point")) {
-    if (zv->numel() != 1) layout_error(zv->name(), "expected a scalar zero point, got " + shape_str(zv->shape()));
+    if (zv->numel() != 1) layout_error(zv->name(), "expected a scalar zero point, got " + format_shape(zv->shape()));
     switch (zv->dtype()) {
       case DType::kI8: q.zero_point = static_cast<int8_t>(static_cast<uint8_t>(zv->data[0])); break;
       case DType::kU8: q.zero_point = static_cast<uint8_t>(zv->data[0]); break;

@@ -13,15 +13,7 @@
 #include "qloom/quant/quantize_ref.h"
 
 #if defined(__x86_64__)
-// See convert_x86.cpp: GCC 12's intrinsics headers trip -Wmaybe-uninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "qloom/core/x86_intrinsics.h"
 // No "fma" here on purpose: the reference rounds x * inv and + zp separately,
 // and a contracted multiply-add would round once.
 #define QLOOM_QUANT_AVX2 __attribute__((target("avx2,f16c")))
