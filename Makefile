@@ -74,5 +74,13 @@ sanitize:
 clean:
 	rm -rf $(BUILD) build-fuzz build-asan
 
+# Light oracles (safetensors, in build/venv) always; the heavy check (amd-quark,
+# torch, transformers loading qloom's checkpoints) with QLOOM_HEAVY_PYTHON set
+# to a Python that has them, else it reports SKIPPED.
+QLOOM_HEAVY_PYTHON ?=
 interop: build
 	cd $(BUILD) && ctest --output-on-failure -L interop
+	@if [ -n "$(QLOOM_HEAVY_PYTHON)" ]; then \
+	  $(QLOOM_HEAVY_PYTHON) tests/interop/quark_load_check.py --qloom ./$(BUILD)/qloom \
+	    --demo-model $(DEMO_MODEL); \
+	else echo "SKIPPED: heavy Quark load check (set QLOOM_HEAVY_PYTHON=/path/to/python with amd-quark, torch, transformers)"; fi
