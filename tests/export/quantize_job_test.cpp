@@ -61,13 +61,9 @@ TEST_P(QuarkBytes, LayerZeroKProjMatchesQuarkExactly) {
   EXPECT_GE(compared, 2);
 }
 
-// uint4_wo_32 and uint4_wo_per_channel are left out: qloom's uint4 maths
-// follow amd-quark 0.13 (verified against its exports), and 1-2 codes of
-// these 1024 bytes round differently from the 0.12.post1 goldens. Which
-// Quark version qloom matches is an open decision (see the issue notes);
-// the goldens must then be regenerated with it and these two added back.
 INSTANTIATE_TEST_SUITE_P(WeightSchemes, QuarkBytes,
-                         ::testing::Values("int4_wo_32", "int4_wo_per_channel", "ptpc_fp8", "mxfp4"));
+                         ::testing::Values("int4_wo_32", "uint4_wo_32", "int4_wo_per_channel",
+                                           "uint4_wo_per_channel", "ptpc_fp8", "mxfp4"));
 
 TEST(QuantizeJob, RefusesWhatItCannotDoYet) {
   test::TempDir tmp;

@@ -2,8 +2,8 @@
 // in quantize_ref.h, one small matrix per scheme family; plus amax == 0, ties
 // to even, scale rounding to the stored dtype, the model-dtype double
 // rounding of fp8, and the errors. The cases that pin a Quark subtlety (fp8
-// bf16 double rounding, reciprocal multiply, zero point added before
-// rounding, bf16 scale arithmetic, the MX codes and scales) were also run
+// bf16 double rounding, reciprocal multiply, zero point added after
+// rounding (checked on exported checkpoints), bf16 scale arithmetic, the MX codes and scales) were also run
 // through amd-quark 0.13's own observers and scaled_real_quantize, which
 // gave the same codes, scales and zero points.
 #include "qloom/quant/quantize_ref.h"
@@ -67,7 +67,7 @@ TEST(QuantizeRef, Int8PerTensor) {
 TEST(QuantizeRef, Uint4AsymmetricScalesAndZeroPoints) {
   std::vector<float> w(96, 0.0f);
   // Group 0: min -1.25, max 2.5 -> scale 3.75 / 15 = 0.25, zp = -round(-5) = 5;
-  // code = round(4x + 5): 0.125 -> 5.5 -> 6, -0.125 -> 4.5 -> 4, 0.375 -> 6.5 -> 6.
+  // code = round(4x) + 5: 0.125 -> 0.5 -> 0 -> 5, -0.125 -> -0.5 -> -0 -> 5, 0.375 -> 1.5 -> 2 -> 7.
   const float g0[] = {-1.25f, 2.5f, 0.125f, -0.125f, 0.375f};
   for (int j = 0; j < 5; ++j) w[j] = g0[j];
   // Group 1: all positive (min 0.5, max 3.75): min clamps to 0 -> scale 0.25, zp 0.
@@ -81,36 +81,42 @@ TEST(QuantizeRef, Uint4AsymmetricScalesAndZeroPoints) {
   EXPECT_EQ(t.scales, (std::vector<float>{0.25f, 0.25f, 0.25f}));
   EXPECT_EQ(t.zero_points, (std::vector<int32_t>{5, 0, 15}));
   const auto c = unsigned_codes(t);
-  EXPECT_EQ(std::vector<int>(c.begin(), c.begin() + 6), (std::vector<int>{0, 15, 6, 4, 6, 5}));
+  EXPECT_EQ(std::vector<int>(c.begin(), c.begin() + 6), (std::vector<int>{0, 15, 5, 5, 7, 5}));
   EXPECT_EQ(c[31], 5);
   EXPECT_EQ(c[32], 2);
   EXPECT_EQ(c[33], 15);
   EXPECT_EQ(c[63], 2);
   EXPECT_EQ(c[64], 0);
-  EXPECT_EQ(c[65], 14);  // -0.5 + 15 = 14.5 -> 14
+  EXPECT_EQ(c[65], 15);  // round(-0.5) = -0, + 15
   EXPECT_EQ(c[95], 11);  // -4 + 15
   const auto dq = dequantize_ref(t);
   EXPECT_EQ(dq[0], -1.25f);
-  EXPECT_EQ(dq[2], 0.25f);   // (6 - 5) * 0.25
-  EXPECT_EQ(dq[65], -0.25f);  // (14 - 15) * 0.25
+  EXPECT_EQ(dq[2], 0.0f);    // (5 - 5) * 0.25
+  EXPECT_EQ(dq[4], 0.5f);    // (7 - 5) * 0.25
+  EXPECT_EQ(dq[65], 0.0f);   // (15 - 15) * 0.25
 }
 
-TEST(QuantizeRef, Uint4AddsTheZeroPointBeforeRounding) {
-  // min -2, max 1.75 -> scale 0.25, zp 8. x = 0.375 - 2^-26: x * 4 = 1.5 - 2^-24
-  // exactly; + 8 rounds (f32) to 9.5, a tie -> 10. Rounding first would give
-  // round(1.5 - 2^-24) + 8 = 9. Quark (real_quantize_int_per_group_affine)
-  // rounds inputs * inv_scale + zero_point: 10.
+TEST(QuantizeRef, Uint4RoundsBeforeAddingTheZeroPoint) {
+  // The case found on the demo model (layer 0 k_proj, uint4_wo_per_channel):
+  // x / s = 1.5 exactly with an odd zero point 9. Quark's exported checkpoints
+  // (amd-quark 0.12.post1 and 0.13) hold round(1.5) + 9 = 11; rounding after
+  // adding would give round(10.5) = 10.
+  // min -2.25, max 1.5 -> scale 3.75 / 15 = 0.25, zp = -round(-9) = 9.
   std::vector<float> w(32, 0.0f);
-  w[0] = -2.0f;
-  w[1] = 1.75f;
-  w[2] = 0.375f - 0x1.0p-26f;
+  w[0] = -2.25f;
+  w[1] = 1.5f;
+  w[2] = 0.375f;   // 1.5 -> 2 -> 11
+  w[3] = 0.125f;   // 0.5 -> 0 -> 9
+  w[4] = -0.375f;  // -1.5 -> -2 -> 7
   const QuantizedTensor t = quantize_weight_ref(w.data(), 1, 32, weight_spec("uint4_wo_32"), DType::kF32, "w");
   EXPECT_EQ(t.scales[0], 0.25f);
-  EXPECT_EQ(t.zero_points[0], 8);
+  EXPECT_EQ(t.zero_points[0], 9);
   EXPECT_EQ(t.codes[0], 0);
   EXPECT_EQ(t.codes[1], 15);
-  EXPECT_EQ(t.codes[2], 10);
-  EXPECT_EQ(t.codes[3], 8);
+  EXPECT_EQ(t.codes[2], 11);
+  EXPECT_EQ(t.codes[3], 9);
+  EXPECT_EQ(t.codes[4], 7);
+  EXPECT_EQ(t.codes[5], 9);
 }
 
 TEST(QuantizeRef, IntMultipliesByTheReciprocal) {

@@ -14,7 +14,7 @@
 
 #if defined(__x86_64__)
 #include "qloom/core/x86_intrinsics.h"
-// No "fma" here on purpose: the reference rounds x * inv and + zp separately,
+// No "fma" here on purpose: the reference rounds x * inv before anything else,
 // and a contracted multiply-add would round once.
 #define QLOOM_QUANT_AVX2 __attribute__((target("avx2,f16c")))
 #define QLOOM_QUANT_HAVE_AVX2 1
@@ -151,8 +151,7 @@ QLOOM_QUANT_AVX2 inline __m256i pack_bytes(__m256i a, __m256i b, __m256i c, __m2
 
 QLOOM_QUANT_AVX2 inline __m256i int_codes8(__m256 x, __m256 inv, __m256 zp, __m256 lo, __m256 hi) {
   const __m256 t = _mm256_mul_ps(x, inv);
-  const __m256 u = _mm256_add_ps(t, zp);
-  __m256 r = _mm256_round_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_add_ps(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
   r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
   return _mm256_cvtps_epi32(r);
 }

@@ -246,10 +246,13 @@ GroupParams mx_params(float amax) {
 }
 
 uint8_t encode_int(const Plan& p, const GroupParams& g, float x) {
-  // K real_quantize_int_*: round(inputs * inv_scale + zero_point).clamp(qmin, qmax)
+  // rint(x * inv_scale) + zero_point, clamped: the zero point is added AFTER
+  // rounding. That is what Quark's exported checkpoints hold (the weight goes
+  // through PyTorch's fake-quantize kernels, zp + nearbyint(x * inv_scale),
+  // before export): on the demo model a tie x/s = 1.5 with zp 9 exports 11,
+  // not rint(10.5) = 10 (tests/export QuarkBytes, amd-quark 0.12.post1 and 0.13).
   const float t = x * g.inv_scale;
-  const float u = t + g.zero_point;
-  float r = std::nearbyint(u);
+  float r = std::nearbyint(t) + g.zero_point;
   r = std::clamp(r, static_cast<float>(p.qmin), static_cast<float>(p.qmax));
   return static_cast<uint8_t>(static_cast<int>(r) & 0xFF);
 }

@@ -44,10 +44,12 @@
 // (2) Asymmetric integers (uint4 [0,15]; O "AWQ" branch, K):
 //     range = rC(max(max,0) - min(min,0)); scale = rS(max(rC(range / 15), eps))
 //     zp    = clamp(qmin - rint(rC'(min(min,0) / scale)), qmin, qmax)
-//     code  = clamp(rint((x * (1 / scale)) + zp), qmin, qmax)
-//     with both + and * rounded to f32 separately (no FMA): Quark adds the zero
-//     point BEFORE rounding, which differs from rint(x/s)+zp near ties (~0.07%
-//     of the codes on the test model). rC' is rC, or the identity for
+//     code  = clamp(rint(x * (1 / scale)) + zp, qmin, qmax)
+//     The zero point is added AFTER rounding, as in the codes Quark exports
+//     (its weights pass PyTorch's fake-quantize kernels, zp + nearbyint(x *
+//     inv_scale)); Quark's scaled_real_quantize alone adds it before, which
+//     differs at ties with an odd zero point (demo model: x/s = 1.5, zp 9 ->
+//     Quark's checkpoint holds 11). rC' is rC, or the identity for
 //     per-tensor specs (their scale is f32, see quark_scale_dtype). Dropping
 //     either rC in the scale would change ~1% of the codes of a bf16 model.
 // (3) FP8 e4m3 per tensor / per channel (O calculate_fp8_quant_parameters, K):
