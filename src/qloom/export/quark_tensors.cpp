@@ -8,6 +8,7 @@
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/quant/quantize_ref.h"
 
 namespace qloom::exporter {
 
@@ -30,9 +31,6 @@ uint64_t numel_of(const std::vector<uint64_t>& s) {
   return n;
 }
 
-bool is_int_format(QDtype d) {
-  return d == QDtype::kInt8 || d == QDtype::kUInt8 || d == QDtype::kInt4 || d == QDtype::kUInt4;
-}
 bool is_4bit_int(QDtype d) { return d == QDtype::kInt4 || d == QDtype::kUInt4; }
 bool is_8bit_int(QDtype d) { return d == QDtype::kInt8 || d == QDtype::kUInt8; }
 bool is_fp8(QDtype d) { return d == QDtype::kFp8E4M3 || d == QDtype::kFp8E5M2; }
@@ -82,7 +80,7 @@ WeightLayout weight_layout(const std::string& module, const std::vector<uint64_t
   L.out = shape[0];
   L.in = shape[1];
   const uint64_t out = L.out, in = L.in;
-  L.scale_dtype = quark_scale_dtype(w, model_dtype);
+  L.scale_dtype = exporter::quark_scale_dtype(w, model_dtype);
   L.zp_dtype = quark_zero_point_dtype(w);
 
   if (w.qscheme == QScheme::kPerChannel && w.ch_axis != 0)
@@ -346,21 +344,11 @@ float round_to_dtype(float x, DType dtype) {
 
 DType quark_scale_dtype(const QuantSpec& spec, DType model_dtype) {
   check_model_dtype(model_dtype);
-  // StaticScaledRealQuantizer.maybe_convert_and_transpose_scale
-  // (realquantizer.py): e8m0 scales become uint8 codes (to_e8m0_uint8).
-  if (spec.scale_format == ScaleFormat::kE8M0) return DType::kU8;
-  // ScaleType float32 / float16 / bfloat16 (config/type.py) fix the dtype
-  // (tensor_quantize.py: scale_torch_dtype); "float" (Quark's schemes) means
-  // the dtype the observer computed in, see below.
-  if (spec.scale_type == "float32") return DType::kF32;
-  if (spec.scale_type == "bfloat16") return DType::kBF16;
-  if (spec.scale_type == "float16") return DType::kF16;
-  // UniformScalingObserver.calculate_int_quant_params (observer.py): a 0-dim
-  // model-dtype scale meets torch.max(scale, self.eps) with a 0-dim float32
-  // eps -> float32. 1-D / 2-D scales (per-channel, per-group) keep the model
-  // dtype. calculate_fp8_quant_parameters casts eps to the model dtype first.
-  if (is_int_format(spec.dtype) && spec.qscheme == QScheme::kPerTensor) return DType::kF32;
-  return model_dtype;
+  // The rules (and the Quark sources they follow) live with the quantizer,
+  // which must round its scales to the same dtype; on disk an E8M0 scale is
+  // its uint8 code (realquantizer.py to_e8m0_uint8).
+  const DType d = quant::quark_scale_dtype(spec, model_dtype);
+  return d == DType::kE8M0 ? DType::kU8 : d;
 }
 
 std::optional<DType> quark_zero_point_dtype(const QuantSpec& spec) {
@@ -404,7 +392,7 @@ std::vector<io::TensorSpec> quark_activation_specs(const std::string& module, Ac
     unsupported(item, std::string("static ") + quant::quant_dtype_name(spec.dtype) +
                           " activations are not supported (fp8 and int8/uint8 are)");
   std::vector<io::TensorSpec> specs;
-  specs.push_back({item, quark_scale_dtype(spec, model_dtype), {}});
+  specs.push_back({item, exporter::quark_scale_dtype(spec, model_dtype), {}});
   if (auto zd = quark_zero_point_dtype(spec)) specs.push_back({module + "." + p + "_zero_point", *zd, {}});
   return specs;
 }
