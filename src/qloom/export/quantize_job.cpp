@@ -193,6 +193,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
     if (p.kind != PlannedKind::kActivation) total_bytes += w.find(p.kind == PlannedKind::kCopy ? p.name : p.module + ".weight")->nbytes();
   const size_t n_planned = ex.planned().size();
   std::vector<float> f32;
+  uint64_t quantized_bytes = 0;  // output bytes of quantized modules
   size_t index = 0;
   for (const PlannedTensor& p : ex.planned()) {
     ++index;
@@ -233,6 +234,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       done_bytes += v.nbytes();
       sum.bytes_before += v.nbytes();
       sum.bytes_after += out_bytes;
+      quantized_bytes += out_bytes;
       sum.params_quantized += rows * cols;
       ++sum.tensors_in;
     } else {
@@ -256,15 +258,9 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   ex.finish(build_quantization_config(ci));
 
   sum.tensors_out = ex.output_specs().size();
-  uint64_t quantized_bits = 0;
   // Bits per quantized weight: everything written for quantized modules
   // (codes + scales + zero points) over their element count.
-  for (const auto& [module, spec] : modules) {
-    const auto* info = w.find(module + ".weight");
-    for (const auto& s : quark_weight_specs(module, info->shape, *spec.weight, model_dtype, order))
-      quantized_bits += s.nbytes() * 8;
-  }
-  sum.bits_per_weight = sum.params_quantized ? double(quantized_bits) / double(sum.params_quantized) : 0;
+  sum.bits_per_weight = sum.params_quantized ? 8.0 * double(quantized_bytes) / double(sum.params_quantized) : 0;
   sum.seconds = since(t_start);
   return sum;
 }
