@@ -1,0 +1,106 @@
+#include "qloom/core/thread_pool.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qloom {
+namespace {
+thread_local bool t_inside_pool_body = false;
+}
+
+struct ThreadPool::Impl {
+  unsigned threads = 1;
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::condition_variable work_cv, done_cv;
+  // The current job.
+  const std::function<void(int64_t, int64_t)>* body = nullptr;
+  int64_t n = 0, chunk = 0, num_chunks = 0;
+  int64_t next_chunk = 0, chunks_done = 0;
+  uint64_t generation = 0;
+  bool stop = false;
+  std::exception_ptr error;
+
+  // Runs chunks of the current job until none is left. Called with `lock` held.
+  void run_chunks(std::unique_lock<std::mutex>& lock) {
+    while (next_chunk < num_chunks) {
+      const int64_t c = next_chunk++;
+      const int64_t begin = c * chunk, end = std::min(n, begin + chunk);
+      lock.unlock();
+      std::exception_ptr err;
+      t_inside_pool_body = true;
+      try {
+        (*body)(begin, end);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      t_inside_pool_body = false;
+      lock.lock();
+      if (err && !error) error = err;
+      if (++chunks_done == num_chunks) done_cv.notify_all();
+    }
+  }
+
+  void worker_loop() {
+    std::unique_lock<std::mutex> lock(mu);
+    uint64_t seen = 0;
+    for (;;) {
+      work_cv.wait(lock, [&] { return stop || generation != seen; });
+      if (stop) return;
+      seen = generation;
+      run_chunks(lock);
+    }
+  }
+};
+
+ThreadPool::ThreadPool(unsigned threads) : impl_(std::make_unique<Impl>()) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  impl_->threads = threads;
+  for (unsigned i = 1; i < threads; ++i) impl_->workers.emplace_back([this] { impl_->worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->work_cv.notify_all();
+  for (auto& t : impl_->workers) t.join();
+}
+
+unsigned ThreadPool::size() const { return impl_->threads; }
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body,
+                              int64_t min_chunk) {
+  if (n <= 0) return;
+  min_chunk = std::max<int64_t>(1, min_chunk);
+  const int64_t max_chunks = std::max<int64_t>(1, std::min<int64_t>(impl_->threads, n / min_chunk));
+  if (max_chunks == 1 || t_inside_pool_body || impl_->workers.empty()) {
+    body(0, n);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->body = &body;
+  impl_->n = n;
+  impl_->chunk = (n + max_chunks - 1) / max_chunks;
+  impl_->num_chunks = (n + impl_->chunk - 1) / impl_->chunk;
+  impl_->next_chunk = 0;
+  impl_->chunks_done = 0;
+  impl_->error = nullptr;
+  ++impl_->generation;
+  impl_->work_cv.notify_all();
+  impl_->run_chunks(lock);
+  impl_->done_cv.wait(lock, [&] { return impl_->chunks_done == impl_->num_chunks; });
+  impl_->body = nullptr;
+  if (impl_->error) {
+    std::exception_ptr e = impl_->error;
+    impl_->error = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+}  // namespace qloom

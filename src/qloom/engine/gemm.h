@@ -1,0 +1,36 @@
+// Linear layers of the engine: y[rows, out] = x[rows, in] · Wᵀ (+ bias),
+// W stored [out, in] row-major (the HF layout) as F32 or BF16, fp32
+// accumulation. linear() is the optimized path (dispatched to OpenBLAS or
+// qloom's own kernels, whichever measures faster for the shape class);
+// linear_ref() is the plain scalar reference it is tested against
+// (tests/engine/gemm_test.cpp, tolerance stated there).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "qloom/core/thread_pool.h"
+
+namespace qloom::engine {
+
+enum class WeightType { kF32, kBF16 };
+
+struct LinearWeight {
+  WeightType type = WeightType::kF32;
+  int64_t out = 0;  // rows of W
+  int64_t in = 0;   // columns of W
+  std::vector<float> f32;      // out*in when type == kF32
+  std::vector<uint16_t> bf16;  // out*in when type == kBF16 (raw bf16 bits)
+  std::vector<float> bias;     // empty, or out values
+
+  // W[r, c] as float (slow; for tests and references).
+  float at(int64_t r, int64_t c) const;
+  size_t bytes() const;
+};
+
+// x: rows*w.in floats, y: rows*w.out floats (overwritten). Thread-safe for
+// distinct y; uses `pool` for parallelism.
+void linear(const float* x, int64_t rows, const LinearWeight& w, float* y, ThreadPool& pool);
+void linear_ref(const float* x, int64_t rows, const LinearWeight& w, float* y);
+
+}  // namespace qloom::engine

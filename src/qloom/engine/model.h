@@ -1,0 +1,86 @@
+// Model: a decoder-only transformer loaded from a HF model directory and run
+// on the CPU with fp32 activations/accumulation. Architectures: llama,
+// mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, phi3, mixtral,
+// qwen2_moe, qwen3_moe.
+//
+// forward() appends `tokens` to the sequence held in `cache` (batched prefill
+// when the cache is empty, one token per call when generating) and returns
+// logits. Hooks let layers above observe or rewrite every linear layer's
+// input and output (calibration observers, activation / KV fake-quant)
+// without the engine knowing about quantization.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qloom/core/thread_pool.h"
+#include "qloom/engine/model_config.h"
+#include "qloom/engine/weight_source.h"
+
+namespace qloom::engine {
+
+// One linear layer call site, named as in the checkpoint minus ".weight",
+// e.g. "model.layers.3.self_attn.k_proj", "model.layers.0.mlp.experts.5.up_proj".
+struct LinearSite {
+  const std::string& module;
+  int layer;  // decoder layer index, -1 for lm_head
+};
+
+struct ForwardHooks {
+  // Called with the linear's input x[rows, cols] before the matmul; may modify it.
+  std::function<void(const LinearSite&, float* x, int64_t rows, int64_t cols)> linear_input;
+  // Called with the linear's output y[rows, cols] after matmul (+bias); may modify it.
+  std::function<void(const LinearSite&, float* y, int64_t rows, int64_t cols)> linear_output;
+};
+
+struct LoadOptions {
+  // Keep linear weights as BF16 (halves memory; converted on the fly in the
+  // GEMM) or F32. kAuto: BF16 when the checkpoint stores BF16, else F32.
+  enum class Weights { kAuto, kF32, kBF16 } weights = Weights::kAuto;
+  unsigned threads = 0;  // 0 = hardware concurrency
+};
+
+class KvCache;
+
+class Model {
+ public:
+  // Reads config.json (ModelConfig) and all weights from `weights` (default:
+  // the directory's safetensors). Throws qloom::Error: kUnsupported for an
+  // architecture or config feature the engine lacks (naming it); kInvalidInput
+  // for missing/mis-shaped tensors (naming the tensor and expected shape).
+  static std::unique_ptr<Model> load(const std::filesystem::path& model_dir,
+                                     const LoadOptions& options = {},
+                                     const WeightSource* weights = nullptr);
+  virtual ~Model() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual ThreadPool& pool() = 0;
+
+  // A cache able to hold up to `max_tokens` positions.
+  virtual std::unique_ptr<KvCache> new_cache(int64_t max_tokens) const = 0;
+
+  // Runs `tokens` after the cache's current length; returns logits
+  // [tokens.size(), vocab] row-major, or only the last row when last_only.
+  // Throws kInvalidInput when the cache would overflow or a token id is out of range.
+  virtual std::vector<float> forward(std::span<const int32_t> tokens, KvCache& cache,
+                                     bool last_only = false, const ForwardHooks* hooks = nullptr) = 0;
+
+  // Bytes of weights held.
+  virtual size_t weight_bytes() const = 0;
+};
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual int64_t size() const = 0;      // positions held
+  virtual int64_t capacity() const = 0;
+  virtual void clear() = 0;              // back to empty (memory kept)
+  virtual void truncate(int64_t n) = 0;  // keep the first n positions
+};
+
+}  // namespace qloom::engine
