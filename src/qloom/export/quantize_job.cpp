@@ -14,6 +14,9 @@
 #include "qloom/export/quark_tensors.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/model/decoder_layout.h"
+#include "qloom/engine/model.h"
+#include "qloom/quant/activation_observer.h"
+#include "qloom/quant/calib_data.h"
 #include "qloom/quant/layer_selection.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
@@ -36,8 +39,8 @@ std::string spec_label(const quant::QuantSpec& w) {
   return s;
 }
 
-// Options that need the calibration engine; refused with a clear reason until it lands.
-void check_supported(const QuantizeOptions& o, const quant::Selection& sel) {
+// Options qloom does not run (yet): refused with a clear reason.
+void check_supported(const QuantizeOptions& o) {
   if (o.device != "cpu")
     throw Error(ErrorKind::kUnsupported, "", "--device", "qloom computes on the CPU only; got '" + o.device + "'",
                 "pass --device cpu (or omit it)");
@@ -48,21 +51,93 @@ void check_supported(const QuantizeOptions& o, const quant::Selection& sel) {
     throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
                 "'" + o.quant_algo + "' needs layer-by-layer calibration, which qloom does not run yet",
                 "omit --quant_algo for round-to-nearest quantization");
-  if (!o.kv_cache_dtype.empty())
-    throw Error(ErrorKind::kUnsupported, "", "--kv_cache_dtype",
-                "an " + o.kv_cache_dtype + " KV cache needs static scales from calibration, which qloom does not run yet",
-                "omit --kv_cache_dtype");
-  for (const auto& c : sel.layers) {
-    if (!c.spec) continue;
-    for (const auto* a : {&c.spec->input, &c.spec->output}) {
-      if (a->has_value() && !(*a)->is_dynamic)
-        throw Error(ErrorKind::kUnsupported, "", "--quant_scheme",
-                    "scheme '" + c.scheme + "' quantizes activations with static scales, which need "
-                    "calibration data pushed through the model; qloom does not run calibration yet",
-                    "use a weight-only or dynamic-activation scheme (int4_wo_128, uint4_wo_128, "
-                    "ptpc_fp8, mxfp4, ...)");
+  if (!o.kv_cache_dtype.empty()) (void)quant::kv_cache_spec(o.kv_cache_dtype);  // kUsage for unknown dtypes
+}
+
+// The attention block a KV projection belongs to ("model.layers.3.self_attn"):
+// Quark merges the output scales of one kv_cache_group per block.
+std::string parent_module(const std::string& module) {
+  const size_t dot = module.rfind('.');
+  return dot == std::string::npos ? std::string() : module.substr(0, dot);
+}
+
+// Static scales of every planned activation tensor, from calibration.
+std::map<std::pair<std::string, ActivationRole>, float> calibrate_static_scales(
+    const QuantizeOptions& o, const std::vector<PlannedTensor>& plan, DType model_dtype, QuantizeSummary& sum,
+    const CalibrationProgressFn& calib_progress) {
+  std::set<std::string> inputs, outputs;
+  for (const auto& p : plan) {
+    if (p.kind != PlannedKind::kActivation) continue;
+    (p.role == ActivationRole::kInput ? inputs : outputs).insert(p.module);
+  }
+  std::map<std::pair<std::string, ActivationRole>, float> scales;
+  if (inputs.empty() && outputs.empty()) return scales;
+
+  quant::CalibrationRequest req;
+  req.dataset = o.dataset;
+  req.num_samples = o.num_calib_data;
+  req.seq_len = o.seq_len;
+  const quant::CalibrationData data = quant::load_calibration_data(o.model_dir, req);
+  for (const auto& n : data.notes) sum.warnings.push_back("calibration: " + n);
+  engine::LoadOptions lo;
+  lo.threads = o.threads;
+  const auto model = engine::Model::load(o.model_dir, lo);
+  const quant::AmaxObservation obs = quant::observe_activation_amax(*model, data, inputs, outputs, calib_progress);
+  sum.calibrated = true;
+  sum.calib_source = data.source;
+  sum.calib_samples = obs.samples;
+  sum.calib_tokens = obs.tokens;
+  sum.calib_seconds = obs.seconds;
+
+  // A module no calibration token reached (an MoE expert nobody routed to)
+  // takes the largest amax seen by modules of the same kind in its layer,
+  // else over the model, with a warning.
+  auto amax_of = [&](const std::map<std::string, float>& table, const std::string& module, uint64_t& fallbacks) {
+    if (auto it = table.find(module); it != table.end()) return it->second;
+    ++fallbacks;
+    const std::string leaf = module.substr(module.rfind('.') + 1);
+    const size_t layers = module.find(".layers.");
+    const std::string layer_prefix =
+        layers == std::string::npos ? std::string() : module.substr(0, module.find('.', layers + 8) + 1);
+    float same_layer = -1.0f, anywhere = 0.0f;
+    for (const auto& [m, a] : table) {
+      anywhere = std::max(anywhere, a);
+      if (!layer_prefix.empty() && m.rfind(layer_prefix, 0) == 0 && m.substr(m.rfind('.') + 1) == leaf)
+        same_layer = std::max(same_layer, a);
+    }
+    return same_layer >= 0.0f ? same_layer : anywhere;
+  };
+  uint64_t fallbacks = 0;
+  std::map<std::string, quant::QuantSpec> out_specs;
+  for (const auto& p : plan) {
+    if (p.kind != PlannedKind::kActivation) continue;
+    const DType sdt = quant::quark_scale_dtype(p.spec, model_dtype);
+    if (p.role == ActivationRole::kInput) {
+      const float amax = amax_of(obs.input_amax, p.module, fallbacks);
+      scales[{p.module, p.role}] = quant::static_scale_from_amax(amax, p.spec, sdt, model_dtype);
+    } else {
+      out_specs[p.module] = p.spec;
     }
   }
+  // KV cache: per attention block, k and v share max(k, v, min_kv_scale).
+  std::map<std::string, float> block_scale;
+  for (const auto& [module, spec] : out_specs) {
+    const DType sdt = quant::quark_scale_dtype(spec, model_dtype);
+    const float s = quant::static_scale_from_amax(amax_of(obs.output_amax, module, fallbacks), spec, sdt, model_dtype);
+    auto [it, inserted] = block_scale.emplace(parent_module(module), s);
+    if (!inserted) it->second = std::max(it->second, s);
+  }
+  for (const auto& [module, spec] : out_specs) {
+    const DType sdt = quant::quark_scale_dtype(spec, model_dtype);
+    const float s = block_scale[parent_module(module)];
+    scales[{module, ActivationRole::kOutput}] =
+        quant::kv_group_scale(s, s, static_cast<float>(o.min_kv_scale), sdt);
+  }
+  if (fallbacks)
+    sum.warnings.push_back(std::to_string(fallbacks) +
+                           " activation scale(s) had no calibration tokens (e.g. MoE experts never routed to) and "
+                           "took the largest amax of the same projection in their layer");
+  return scales;
 }
 
 // Quark's quantizable modules in the model's module order (embeddings, each
@@ -89,7 +164,8 @@ std::optional<std::vector<std::string>> quark_module_order(const nlohmann::json&
 
 }  // namespace
 
-QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progress) {
+QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progress,
+                               const CalibrationProgressFn& calib_progress) {
   const auto t_start = Clock::now();
   QuantizeSummary sum;
   const io::ModelDir src = io::ModelDir::open(o.model_dir, /*open_weights=*/true);
@@ -105,7 +181,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   req.layer_quant_scheme = o.layer_quant_scheme;
   req.exclude_layers = o.exclude_layers;
   const quant::Selection sel = quant::select_layers(linears, req);
-  check_supported(o, sel);
+  check_supported(o);
   sum.warnings = sel.warnings;
   sum.exclude = sel.exclude;
 
@@ -185,7 +261,43 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       throw Error(ErrorKind::kUnsupported, o.model_dir.string(), "--quant_scheme",
                   "no linear layer of this model fits the scheme's Quark layout", "choose another scheme");
   }
-  ex.plan(plan_quark_export(w, modules));
+  // The quantization_config first: every module's exported tensors follow
+  // from it (KV layers get their output spec there), so the checkpoint and
+  // its config cannot disagree.
+  QuarkConfigInput ci;
+  ci.global = quant::find_scheme(o.quant_scheme)->linear;
+  for (const auto& [pattern, scheme] : o.layer_quant_scheme) ci.layer_quant_config[pattern] = quant::find_scheme(scheme)->linear;
+  ci.exclude = sel.exclude;
+  ci.exclude.insert(ci.exclude.end(), unsupported.begin(), unsupported.end());
+  ci.algo_config = nullptr;
+  ci.quantizable_modules = quark_module_order(src.config());
+  ci.min_kv_scale = o.min_kv_scale;
+  ci.pack_method = o.pack_method;
+  if (!o.kv_cache_dtype.empty()) {
+    ci.kv_cache = quant::kv_cache_spec(o.kv_cache_dtype);
+    const quant::ModelTemplate* t = quant::find_model_template(src.model_type());
+    ci.kv_cache_layers = t && !t->kv_layers.empty() ? t->kv_layers : std::vector<std::string>{"*k_proj", "*v_proj"};
+  }
+  const nlohmann::ordered_json qc = build_quantization_config(ci);
+  const nlohmann::json qc_plain = nlohmann::json::parse(qc.dump());
+  std::map<std::string, quant::LayerQuantSpec> planned_modules;
+  for (const auto& c : sel.layers) {
+    auto spec = resolve_layer_quant_spec(qc_plain, c.module);
+    if (!spec) continue;
+    if (!modules.count(c.module)) spec->weight.reset();  // excluded (or unsupported): only a KV spec remains
+    if (spec->weight || (spec->input && !spec->input->is_dynamic) || (spec->output && !spec->output->is_dynamic))
+      planned_modules[c.module] = *spec;
+  }
+  if (!o.kv_cache_dtype.empty()) {
+    bool any_kv = false;
+    for (const auto& [m, l] : planned_modules) any_kv = any_kv || l.output.has_value();
+    if (!any_kv)
+      throw Error(ErrorKind::kUnsupported, o.model_dir.string(), "--kv_cache_dtype",
+                  "no linear of this model matches the KV-cache layer patterns", "omit --kv_cache_dtype");
+  }
+  ex.plan(plan_quark_export(w, planned_modules));
+  const std::map<std::pair<std::string, ActivationRole>, float> static_scales =
+      calibrate_static_scales(o, ex.planned(), model_dtype, sum, calib_progress);
 
   // Progress: weight bytes processed so far drive the ETA.
   uint64_t total_bytes = 0, done_bytes = 0;
@@ -238,7 +350,15 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       sum.params_quantized += rows * cols;
       ++sum.tensors_in;
     } else {
-      throw Error(ErrorKind::kInternal, "", p.module, "static activation scales were planned without calibration");
+      const auto it = static_scales.find({p.module, p.role});
+      if (it == static_scales.end())
+        throw Error(ErrorKind::kInternal, "", p.module, "a static activation scale was planned but not calibrated");
+      ex.write_activation(p.module, p.role, it->second, 0);
+      ++sum.static_scales;
+      tp.name = p.module + (p.role == ActivationRole::kInput ? ".input_scale" : ".output_scale");
+      tp.shape = "[]";
+      tp.from = "calibrated";
+      tp.to = spec_label(p.spec);
     }
     tp.seconds = since(t0);
     const double elapsed = since(t_start);
@@ -246,16 +366,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
     if (progress) progress(tp);
   }
 
-  QuarkConfigInput ci;
-  ci.global = quant::find_scheme(o.quant_scheme)->linear;
-  for (const auto& [pattern, scheme] : o.layer_quant_scheme) ci.layer_quant_config[pattern] = quant::find_scheme(scheme)->linear;
-  ci.exclude = sel.exclude;
-  ci.exclude.insert(ci.exclude.end(), unsupported.begin(), unsupported.end());
-  ci.algo_config = nullptr;
-  ci.quantizable_modules = quark_module_order(src.config());
-  ci.min_kv_scale = o.min_kv_scale;
-  ci.pack_method = o.pack_method;
-  ex.finish(build_quantization_config(ci));
+  ex.finish(qc);
 
   sum.tensors_out = ex.output_specs().size();
   // Bits per quantized weight: everything written for quantized modules

@@ -21,7 +21,9 @@ struct QuantizeOptions {
   std::vector<std::pair<std::string, std::string>> layer_quant_scheme;
   std::vector<std::string> exclude_layers;
   std::string quant_algo;  // "" = RTN; gptq/awq/smoothquant arrive with the calibration pipeline
-  std::string dataset = "pileval";
+  // Calibration data (quant/calib_data.h): "" = the bundled sample; Quark's
+  // names (pileval, ...) use a local copy when present, else the bundled one.
+  std::string dataset;
   uint64_t num_calib_data = 512;
   uint64_t seq_len = 512;
   uint64_t batch_size = 1;
@@ -56,12 +58,25 @@ struct QuantizeSummary {
   double seconds = 0;
   std::vector<std::string> warnings;
   std::vector<std::string> exclude;  // effective exclusions
+  // Calibration (only when a scheme has static activation / KV scales).
+  bool calibrated = false;
+  std::string calib_source;
+  uint64_t calib_samples = 0, calib_tokens = 0;
+  double calib_seconds = 0;
+  uint64_t static_scales = 0;  // input_scale / output_scale tensors written
 };
 
 using ProgressFn = std::function<void(const TensorProgress&)>;
+// Calibration progress: samples done, total, seconds so far.
+using CalibrationProgressFn = std::function<void(size_t, size_t, double)>;
 
 // Throws qloom::Error on bad options or input; on any failure the output dir
 // does not exist afterwards.
-QuantizeSummary quantize_model(const QuantizeOptions& opts, const ProgressFn& progress = {});
+// Schemes with static activation scales (fp8, int8) and --kv_cache_dtype fp8
+// first run calibration: the source model (engine, unquantized weights) over
+// the calibration samples, a running max |x| per linear input / KV output,
+// turned into scales as Quark's per-tensor min-max observers do.
+QuantizeSummary quantize_model(const QuantizeOptions& opts, const ProgressFn& progress = {},
+                               const CalibrationProgressFn& calib_progress = {});
 
 }  // namespace qloom::exporter

@@ -1,0 +1,56 @@
+#include "qloom/quant/activation_observer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+
+namespace qloom::quant {
+namespace {
+
+float abs_max(const float* x, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(x[i]));  // fmax drops NaN
+  return m;
+}
+
+}  // namespace
+
+AmaxObservation observe_activation_amax(engine::Model& model, const CalibrationData& data,
+                                        const std::set<std::string>& input_modules,
+                                        const std::set<std::string>& output_modules,
+                                        const CalibrationProgress& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  AmaxObservation obs;
+  std::mutex mu;  // hooks may run on several threads (MoE experts)
+  auto record = [&](std::map<std::string, float>& table, const std::string& module, float amax) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto [it, inserted] = table.emplace(module, amax);
+    if (!inserted) it->second = std::max(it->second, amax);
+  };
+  engine::ForwardHooks hooks;
+  if (!input_modules.empty())
+    hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+      if (input_modules.count(s.module)) record(obs.input_amax, s.module, abs_max(x, rows * cols));
+    };
+  if (!output_modules.empty())
+    hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+      if (output_modules.count(s.module)) record(obs.output_amax, s.module, abs_max(y, rows * cols));
+    };
+  size_t longest = 0;
+  for (const auto& s : data.samples) longest = std::max(longest, s.size());
+  auto cache = model.new_cache(static_cast<int64_t>(longest));
+  for (size_t i = 0; i < data.samples.size(); ++i) {
+    cache->clear();
+    (void)model.forward(data.samples[i], *cache, /*last_only=*/true, &hooks);
+    ++obs.samples;
+    obs.tokens += data.samples[i].size();
+    if (progress)
+      progress(i + 1, data.samples.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  obs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return obs;
+}
+
+}  // namespace qloom::quant
