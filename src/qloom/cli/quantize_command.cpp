@@ -33,6 +33,11 @@ void print_progress(const exporter::TensorProgress& p) {
                format_duration(p.eta_seconds).c_str());
 }
 
+void print_calibration(size_t done, size_t total, double seconds) {
+  const double eta = done ? seconds * double(total - done) / double(done) : 0.0;
+  std::fprintf(stderr, "[calibration %zu/%zu] %7.2f s  ETA %s\n", done, total, seconds, format_duration(eta).c_str());
+}
+
 void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeSummary& s) {
   std::printf("\nqloom quantize: %s -> %s (%s)\n", o.model_dir.c_str(), o.output_dir.c_str(),
               o.quant_scheme.c_str());
@@ -44,6 +49,10 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
   std::printf("  %-22s %s\n", "size after", format_bytes(s.bytes_after).c_str());
   std::printf("  %-22s %.2fx\n", "ratio", s.bytes_after ? double(s.bytes_before) / double(s.bytes_after) : 0.0);
   std::printf("  %-22s %.3f (quantized weights incl. scales)\n", "bits per weight", s.bits_per_weight);
+  if (s.calibrated)
+    std::printf("  %-22s %s samples, %s tokens from %s in %s; %s static scales\n", "calibration",
+                format_count(s.calib_samples).c_str(), format_count(s.calib_tokens).c_str(), s.calib_source.c_str(),
+                format_duration(s.calib_seconds).c_str(), format_count(s.static_scales).c_str());
   std::printf("  %-22s %s\n", "wall time", format_duration(s.seconds).c_str());
   for (const auto& w : s.warnings) std::fprintf(stderr, "qloom: warning: %s\n", w.c_str());
 }
@@ -67,7 +76,7 @@ void register_quantize(CLI::App& app, CommandFn& run) {
   sub->add_option(flag_names("exclude_layers"), o->exclude_layers,
                   "layer patterns kept in the source dtype (in addition to the model's defaults)");
   sub->add_option(flag_names("quant_algo"), o->quant_algo, "calibrated algorithm (gptq, awq, smoothquant)");
-  sub->add_option(flag_names("dataset"), o->dataset, "calibration data set");
+  sub->add_option(flag_names("dataset"), o->dataset, "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
   sub->add_option(flag_names("num_calib_data"), o->num_calib_data, "calibration samples")->capture_default_str();
   sub->add_option(flag_names("seq_len"), o->seq_len, "calibration sequence length")->capture_default_str();
   sub->add_option(flag_names("batch_size"), o->batch_size, "calibration batch size")->capture_default_str();
@@ -90,8 +99,9 @@ void register_quantize(CLI::App& app, CommandFn& run) {
       opts.model_dir = *model_dir;
       opts.output_dir = *output_dir;
       const bool show = *progress == "on" || (*progress == "auto" && ::isatty(STDERR_FILENO));
-      const auto summary = exporter::quantize_model(opts, show ? exporter::ProgressFn(print_progress)
-                                                               : exporter::ProgressFn());
+      const auto summary = exporter::quantize_model(
+          opts, show ? exporter::ProgressFn(print_progress) : exporter::ProgressFn(),
+          show ? exporter::CalibrationProgressFn(print_calibration) : exporter::CalibrationProgressFn());
       print_summary(opts, summary);
       return 0;
     };
