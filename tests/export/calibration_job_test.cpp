@@ -1,0 +1,131 @@
+// Static activation and KV-cache scales (`qloom quantize --quant_scheme fp8 /
+// int8 --kv_cache_dtype fp8`) on the demo model: every quantized linear gets
+// an input_scale, k/v projections of one layer share one output_scale, and
+// each scale is Quark's per-tensor min-max scale of the running amax that an
+// independent pass over the same calibration samples observes.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "qloom/core/convert.h"
+#include "qloom/core/dtype.h"
+#include "qloom/engine/model.h"
+#include "qloom/export/quantize_job.h"
+#include "qloom/io/model_dir.h"
+#include "qloom/io/weight_index.h"
+#include "qloom/quant/calib_data.h"
+#include "qloom/quant/quantize_ref.h"
+#include "qloom/quant/scheme_registry.h"
+#include "support/expect_error.h"
+#include "support/temp_dir.h"
+
+namespace qloom::exporter {
+namespace {
+
+namespace fs = std::filesystem;
+
+float scalar(const io::WeightIndex& w, const std::string& name) {
+  const io::TensorView v = w.view(name);
+  EXPECT_TRUE(v.shape().empty()) << name;
+  float out = 0;
+  to_f32(v.dtype(), v.data.data(), &out, 1);
+  return out;
+}
+
+// amax of every linear's input and of k/v outputs, observed independently.
+struct Observed {
+  std::map<std::string, float> in, out;
+};
+Observed observe(const quant::CalibrationData& data) {
+  Observed o;
+  auto model = engine::Model::load(QLOOM_DEMO_MODEL_DIR);
+  engine::ForwardHooks hooks;
+  auto amax = [](const float* x, int64_t n) {
+    float m = 0;
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+    return m;
+  };
+  hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t r, int64_t c) {
+    o.in[s.module] = std::max(o.in[s.module], amax(x, r * c));
+  };
+  hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t r, int64_t c) {
+    o.out[s.module] = std::max(o.out[s.module], amax(y, r * c));
+  };
+  for (const auto& sample : data.samples) {
+    auto cache = model->new_cache(static_cast<int64_t>(sample.size()));
+    (void)model->forward(sample, *cache, false, &hooks);
+  }
+  return o;
+}
+
+TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
+  test::TempDir tmp;
+  QuantizeOptions o;
+  o.model_dir = QLOOM_DEMO_MODEL_DIR;
+  o.output_dir = tmp.path() / "q";
+  o.quant_scheme = "fp8";
+  o.kv_cache_dtype = "fp8";
+  o.num_calib_data = 6;
+  o.seq_len = 48;
+  const QuantizeSummary s = quantize_model(o);
+  ASSERT_TRUE(s.calibrated);
+  EXPECT_EQ(s.calib_samples, 6u);
+  EXPECT_GT(s.calib_tokens, 6u * 10u);
+  // 5 layers x 7 linears input scales + 5 x (k, v) output scales.
+  EXPECT_EQ(s.static_scales, 5u * 7u + 5u * 2u);
+
+  quant::CalibrationRequest req;
+  req.num_samples = 6;
+  req.seq_len = 48;
+  const Observed obs = observe(quant::load_calibration_data(QLOOM_DEMO_MODEL_DIR, req));
+  const auto w = io::WeightIndex::open(o.output_dir);
+  const quant::QuantSpec in_spec = *quant::get_scheme("fp8").linear.input;
+  const quant::QuantSpec kv_spec = quant::kv_cache_spec("fp8");
+  const DType bf16 = DType::kBF16;  // the demo model's dtype = the scales' dtype
+  for (int layer = 0; layer < 5; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    for (const char* m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                          "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}) {
+      const std::string module = p + m;
+      ASSERT_TRUE(obs.in.count(module)) << module;
+      const float want = quant::static_scale_from_amax(obs.in.at(module), in_spec, bf16, bf16);
+      EXPECT_EQ(scalar(w, module + ".input_scale"), want) << module;
+    }
+    const std::string k = p + "self_attn.k_proj", v = p + "self_attn.v_proj";
+    const float ks = quant::static_scale_from_amax(obs.out.at(k), kv_spec, bf16, bf16);
+    const float vs = quant::static_scale_from_amax(obs.out.at(v), kv_spec, bf16, bf16);
+    EXPECT_EQ(scalar(w, k + ".output_scale"), std::max(ks, vs)) << k;
+    EXPECT_EQ(scalar(w, v + ".output_scale"), std::max(ks, vs)) << v;
+  }
+  EXPECT_EQ(w.find("lm_head.input_scale"), nullptr);  // excluded by the llama template
+}
+
+TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {
+  test::TempDir tmp;
+  QuantizeOptions o;
+  o.model_dir = QLOOM_DEMO_MODEL_DIR;
+  o.output_dir = tmp.path() / "q";
+  o.quant_scheme = "int8";
+  o.num_calib_data = 2;
+  o.seq_len = 32;
+  const QuantizeSummary s = quantize_model(o);
+  EXPECT_EQ(s.static_scales, 5u * 7u);
+  const auto w = io::WeightIndex::open(o.output_dir);
+  const io::TensorInfo* t = w.find("model.layers.0.mlp.down_proj.input_scale");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->dtype, DType::kF32);  // Quark's symmetric per-tensor int8 scale promotes to f32
+
+  o.output_dir = tmp.path() / "r";
+  o.dataset = (tmp.path() / "nope.jsonl").string();
+  const Error e = test::catch_error([&] { quantize_model(o); });
+  EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  EXPECT_NE(std::string(e.what()).find("nope.jsonl"), std::string::npos) << e.what();
+  EXPECT_FALSE(fs::exists(o.output_dir));
+}
+
+}  // namespace
+}  // namespace qloom::exporter
