@@ -8,6 +8,7 @@
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/fake_quant.h"
+#include "qloom/quant/layer_selection.h"
 #include "qloom/quant/quantize_fast.h"
 
 namespace qloom::eval {
@@ -118,11 +119,12 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
   std::unordered_map<std::string, quant::QuantSpec> weight_specs;
   auto sims = std::make_shared<SimMap>();
   size_t quantized = 0, act_sim = 0, kv_sim = 0;
-  for (const std::string& name : w.tensor_names()) {
-    if (!ends_with(name, kWeightSuffix)) continue;
-    const io::TensorInfo* info = w.find(name);
-    if (info == nullptr) continue;
-    const std::string module = name.substr(0, name.size() - kWeightSuffix.size());
+  // Only linear layers carry Quark specs (embeddings and norms never do,
+  // whatever the global config says).
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> shapes;
+  for (const std::string& name : w.tensor_names()) shapes.emplace_back(name, w.find(name)->shape);
+  for (const quant::LinearLayer& layer : quant::find_linear_layers(shapes)) {
+    const std::string& module = layer.module;
     const auto spec = exporter::resolve_layer_quant_spec(qc, module, file);
     if (!spec) continue;
     if (spec->weight && w.find(module + ".weight_scale") != nullptr) {
