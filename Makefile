@@ -82,5 +82,5 @@ interop: build
 	cd $(BUILD) && ctest --output-on-failure -L interop
 	@if [ -n "$(QLOOM_HEAVY_PYTHON)" ]; then \
 	  $(QLOOM_HEAVY_PYTHON) tests/interop/quark_load_check.py --qloom ./$(BUILD)/qloom \
-	    --demo-model $(DEMO_MODEL); \
+	    --demo-model $(DEMO_MODEL) --engine-logits ./$(BUILD)/tests/interop/engine_logits; \
 	else echo "SKIPPED: heavy Quark load check (set QLOOM_HEAVY_PYTHON=/path/to/python with amd-quark, torch, transformers)"; fi
