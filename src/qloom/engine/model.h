@@ -31,6 +31,10 @@ struct LinearSite {
   int layer;  // decoder layer index, -1 for lm_head
 };
 
+// Every linear runs through the hooks, lm_head (layer -1) and MoE routers
+// included; MoE experts see only the rows routed to them, phi3 its fused
+// qkv_proj / gate_up_proj. An input hook gets a private copy of x: rewriting
+// it affects only that linear (not q/k/v siblings or the residual stream).
 struct ForwardHooks {
   // Called with the linear's input x[rows, cols] before the matmul; may modify it.
   std::function<void(const LinearSite&, float* x, int64_t rows, int64_t cols)> linear_input;
@@ -41,6 +45,9 @@ struct ForwardHooks {
 struct LoadOptions {
   // Keep linear weights as BF16 (halves memory; converted on the fly in the
   // GEMM) or F32. kAuto: BF16 when the checkpoint stores BF16, else F32.
+  // The token embedding follows the same choice (a BF16 embedding of a large
+  // vocabulary stays half size; looked-up rows are widened to fp32); with
+  // tie_word_embeddings lm_head shares it. Norm weights are always fp32.
   enum class Weights { kAuto, kF32, kBF16 } weights = Weights::kAuto;
   unsigned threads = 0;  // 0 = hardware concurrency
 };

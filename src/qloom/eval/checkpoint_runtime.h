@@ -1,34 +1,15 @@
-// CheckpointRuntime: what the engine needs to evaluate a model directory
-// exactly as it would compute when served: the weight source (plain
-// safetensors, or a Quark checkpoint's packed weights dequantized) and the
-// hooks that simulate its activation / KV-cache quantization.
+// The eval layer's name for export/checkpoint_runtime.h: a model directory
+// (plain or a Quark checkpoint) loaded into the engine exactly as it would
+// compute when served. Shared with validate (step 5 runs one window).
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "qloom/engine/model.h"
-#include "qloom/engine/weight_source.h"
-#include "qloom/io/model_dir.h"
+#include "qloom/export/checkpoint_runtime.h"
 
 namespace qloom::eval {
 
-struct CheckpointRuntime {
-  std::unique_ptr<engine::WeightSource> weights;
-  engine::ForwardHooks hooks;  // empty functions when nothing is simulated
-  std::string description;     // e.g. "bf16", "quark int4_wo_128 (weights dequantized)"
-};
-
-// `dir` must outlive the result. Throws qloom::Error (kUnsupported for a
-// quantization config qloom cannot simulate, naming the field).
-CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir);
-
-// Convenience: ModelDir + runtime + loaded Model in one object.
-struct LoadedModel {
-  std::unique_ptr<io::ModelDir> dir;
-  CheckpointRuntime runtime;
-  std::unique_ptr<engine::Model> model;
-};
-LoadedModel load_for_eval(const std::filesystem::path& model_dir, const engine::LoadOptions& options = {});
+using exporter::CheckpointRuntime;
+using exporter::LoadedModel;
+using exporter::load_for_eval;
+using exporter::open_checkpoint_runtime;
 
 }  // namespace qloom::eval

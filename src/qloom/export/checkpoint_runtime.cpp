@@ -1,4 +1,4 @@
-#include "qloom/eval/checkpoint_runtime.h"
+#include "qloom/export/checkpoint_runtime.h"
 
 #include <cstring>
 #include <unordered_map>
@@ -11,7 +11,7 @@
 #include "qloom/quant/layer_selection.h"
 #include "qloom/quant/quantize_fast.h"
 
-namespace qloom::eval {
+namespace qloom::exporter {
 namespace {
 
 constexpr std::string_view kWeightSuffix = ".weight";
@@ -46,11 +46,11 @@ class QuarkWeightSource final : public engine::WeightSource {
     const auto it = specs_.find(module);
     if (it == specs_.end()) return plain_->load(name);
     const io::WeightIndex& w = dir_.weights();
-    const exporter::TensorLookup lookup = [&](const std::string& n) -> std::optional<io::TensorView> {
+    const TensorLookup lookup = [&](const std::string& n) -> std::optional<io::TensorView> {
       if (w.find(n) == nullptr) return std::nullopt;
       return w.view(n);
     };
-    const quant::QuantizedTensor qt = exporter::unpack_quantized_weight(module, it->second, lookup, order_);
+    const quant::QuantizedTensor qt = unpack_quantized_weight(module, it->second, lookup, order_);
     engine::HostTensor t;
     t.dtype = DType::kF32;
     t.shape.assign(qt.shape.begin(), qt.shape.end());
@@ -69,13 +69,13 @@ class QuarkWeightSource final : public engine::WeightSource {
   PackOrder order_;
 };
 
-std::optional<quant::StaticQParams> static_qparams(const std::string& module, exporter::ActivationRole role,
-                                                   const quant::QuantSpec& spec, const exporter::TensorLookup& lookup,
+std::optional<quant::StaticQParams> static_qparams(const std::string& module, ActivationRole role,
+                                                   const quant::QuantSpec& spec, const TensorLookup& lookup,
                                                    const std::string& file) {
   if (spec.is_dynamic) return std::nullopt;
-  const auto q = exporter::unpack_activation_qparams(module, role, lookup);
+  const auto q = unpack_activation_qparams(module, role, lookup);
   if (!q) {
-    const char* what = role == exporter::ActivationRole::kInput ? ".input_scale" : ".output_scale";
+    const char* what = role == ActivationRole::kInput ? ".input_scale" : ".output_scale";
     throw Error(ErrorKind::kInvalidInput, file, module + what,
                 "quantization_config gives this linear a static activation spec, but the checkpoint has no scale for it",
                 "re-export the checkpoint with its calibrated scales");
@@ -112,7 +112,7 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
     order = PackOrder::kSequential;
 
   const io::WeightIndex& w = dir.weights();
-  const exporter::TensorLookup lookup = [&](const std::string& n) -> std::optional<io::TensorView> {
+  const TensorLookup lookup = [&](const std::string& n) -> std::optional<io::TensorView> {
     if (w.find(n) == nullptr) return std::nullopt;
     return w.view(n);
   };
@@ -125,7 +125,7 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
   for (const std::string& name : w.tensor_names()) shapes.emplace_back(name, w.find(name)->shape);
   for (const quant::LinearLayer& layer : quant::find_linear_layers(shapes)) {
     const std::string& module = layer.module;
-    const auto spec = exporter::resolve_layer_quant_spec(qc, module, file);
+    const auto spec = resolve_layer_quant_spec(qc, module, file);
     if (!spec) continue;
     if (spec->weight && w.find(module + ".weight_scale") != nullptr) {
       weight_specs.emplace(module, *spec->weight);
@@ -133,11 +133,11 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
     }
     ModuleSim sim;
     if (spec->input) {
-      sim.input = ActivationSim{*spec->input, static_qparams(module, exporter::ActivationRole::kInput, *spec->input, lookup, file)};
+      sim.input = ActivationSim{*spec->input, static_qparams(module, ActivationRole::kInput, *spec->input, lookup, file)};
       ++act_sim;
     }
     if (spec->output) {
-      sim.output = ActivationSim{*spec->output, static_qparams(module, exporter::ActivationRole::kOutput, *spec->output, lookup, file)};
+      sim.output = ActivationSim{*spec->output, static_qparams(module, ActivationRole::kOutput, *spec->output, lookup, file)};
       ++kv_sim;
     }
     if (sim.input || sim.output) sims->emplace(module, std::move(sim));
@@ -165,4 +165,4 @@ LoadedModel load_for_eval(const std::filesystem::path& model_dir, const engine::
   return m;
 }
 
-}  // namespace qloom::eval
+}  // namespace qloom::exporter

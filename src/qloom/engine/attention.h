@@ -1,0 +1,35 @@
+// Self-attention for one decoder layer: q/k/v projections (+ optional per-head
+// q/k RMSNorm), RoPE, KV-cache append, causal (optionally sliding-window)
+// grouped-query attention with optional logit softcapping, o_proj.
+#pragma once
+
+#include <cstdint>
+
+#include "qloom/engine/forward_context.h"
+#include "qloom/engine/kv_cache.h"
+#include "qloom/engine/layer_weights.h"
+#include "qloom/engine/rope.h"
+
+namespace qloom::engine {
+
+struct AttentionShape {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;      // multiplies q·k
+  float softcap = 0.0f;    // 0: off
+  int64_t window = 0;      // 0: full causal; else a query at p sees keys (p - window, p]
+  float norm_eps = 1e-6f;  // for q/k norm
+};
+
+// Scores and mixes values for T queries at positions [pos0, pos0 + T) against
+// keys/values [0, pos0 + T) already in `k`, `v` (row stride kv_heads*head_dim).
+// q, out: [T, heads*head_dim]. Parallel over (query, head) on the pool.
+void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
+            const float* v, float* out, ThreadPool& pool);
+
+// The whole attention sub-block: h [T, hidden] -> out [T, hidden]. Appends
+// this layer's K/V at positions [pos0, pos0 + T) of the cache.
+void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
+                     const AttentionWeights& w, const Rope& rope, const float* h, int64_t T,
+                     int64_t pos0, KvCacheImpl& cache, float* out);
+
+}  // namespace qloom::engine

@@ -1,0 +1,208 @@
+#include "qloom/engine/weight_loader.h"
+
+#include <cstring>
+
+#include "qloom/core/convert.h"
+#include "qloom/core/error.h"
+#include "qloom/engine/norms.h"
+
+namespace qloom::engine {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  out += "]";
+  return out;
+}
+
+std::string layer_prefix(int64_t i) {
+  std::string p = "model.layers.";
+  p += std::to_string(i);
+  p += ".";
+  return p;
+}
+
+class Loader {
+ public:
+  Loader(const WeightSource& src, LoadOptions::Weights mode, const std::string& label)
+      : src_(src), mode_(mode), label_(label) {}
+
+  HostTensor fetch(const std::string& name, const std::vector<int64_t>& shape) const {
+    if (!src_.contains(name)) {
+      std::string msg = "tensor ";
+      msg += name;
+      msg += " is missing (expected shape ";
+      msg += shape_str(shape);
+      msg += ")";
+      throw_invalid(label_, name, msg, "use a complete checkpoint of this architecture");
+    }
+    HostTensor t = src_.load(name);
+    if (t.shape != shape) {
+      std::string msg = "tensor ";
+      msg += name;
+      msg += " has shape ";
+      msg += shape_str(t.shape);
+      msg += ", expected ";
+      msg += shape_str(shape);
+      throw_invalid(label_, name, msg, "the checkpoint does not match its config.json");
+    }
+    return t;
+  }
+
+  std::vector<float> vec(const std::string& name, int64_t n) const {
+    HostTensor t = fetch(name, {n});
+    std::vector<float> out(static_cast<size_t>(n));
+    to_f32(t.dtype, t.bytes.data(), out.data(), out.size());
+    src_.release(name);
+    return out;
+  }
+
+  std::vector<float> norm(const std::string& name, int64_t n, bool gemma) const {
+    std::vector<float> w = vec(name, n);
+    if (gemma) fold_gemma_norm_weight(w);
+    return w;
+  }
+
+  NamedLinear linear(const std::string& module, int64_t out, int64_t in, bool bias) const {
+    NamedLinear l;
+    l.name = module;
+    const std::string wname = module + ".weight";
+    HostTensor t = fetch(wname, {out, in});
+    LinearWeight& w = l.w;
+    w.out = out;
+    w.in = in;
+    const size_t n = static_cast<size_t>(out * in);
+    const bool bf16 = mode_ == LoadOptions::Weights::kBF16 ||
+                      (mode_ == LoadOptions::Weights::kAuto && t.dtype == DType::kBF16);
+    if (bf16) {
+      w.type = WeightType::kBF16;
+      w.bf16.resize(n);
+      if (t.dtype == DType::kBF16) {
+        std::memcpy(w.bf16.data(), t.bytes.data(), n * 2);
+      } else {
+        std::vector<float> tmp(n);
+        to_f32(t.dtype, t.bytes.data(), tmp.data(), n);
+        f32_to_bf16(tmp.data(), w.bf16.data(), n);
+      }
+    } else {
+      w.type = WeightType::kF32;
+      w.f32.resize(n);
+      to_f32(t.dtype, t.bytes.data(), w.f32.data(), n);
+    }
+    t = HostTensor{};
+    src_.release(wname);
+    const std::string bname = module + ".bias";
+    if (bias || src_.contains(bname)) w.bias = vec(bname, out);
+    return l;
+  }
+
+ private:
+  const WeightSource& src_;
+  LoadOptions::Weights mode_;
+  std::string label_;
+};
+
+MlpWeights load_mlp(const Loader& L, const std::string& p, const char* gate, const char* up,
+                    const char* down, int64_t hidden, int64_t inter, bool bias) {
+  MlpWeights m;
+  m.gate = L.linear(p + gate, inter, hidden, bias);
+  m.up = L.linear(p + up, inter, hidden, bias);
+  m.down = L.linear(p + down, hidden, inter, bias);
+  return m;
+}
+
+AttentionWeights load_attention(const Loader& L, const ModelConfig& c, const Architecture& a,
+                                const std::string& p) {
+  AttentionWeights w;
+  const int64_t D = c.hidden_size, hd = c.head_dim;
+  const int64_t qn = c.num_heads * hd, kn = c.num_kv_heads * hd;
+  if (a.fused_qkv) {
+    w.qkv = L.linear(p + "self_attn.qkv_proj", qn + 2 * kn, D, c.qkv_bias);
+  } else {
+    w.q = L.linear(p + "self_attn.q_proj", qn, D, c.qkv_bias);
+    w.k = L.linear(p + "self_attn.k_proj", kn, D, c.qkv_bias);
+    w.v = L.linear(p + "self_attn.v_proj", kn, D, c.qkv_bias);
+  }
+  w.o = L.linear(p + "self_attn.o_proj", D, qn, c.o_bias);
+  if (a.qk_norm) {
+    w.q_norm = L.norm(p + "self_attn.q_norm.weight", hd, a.gemma_norm);
+    w.k_norm = L.norm(p + "self_attn.k_norm.weight", hd, a.gemma_norm);
+  }
+  return w;
+}
+
+MoeWeights load_moe(const Loader& L, const ModelConfig& c, const Architecture& a, const std::string& p) {
+  MoeWeights m;
+  const int64_t D = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  const std::string block = p + (a.moe == MoeKind::kMixtral ? "block_sparse_moe." : "mlp.");
+  m.router = L.linear(block + "gate", E, D, false);
+  for (int64_t e = 0; e < E; ++e) {
+    std::string ep = block + "experts." + std::to_string(e) + ".";
+    if (a.moe == MoeKind::kMixtral) m.experts.push_back(load_mlp(L, ep, "w1", "w3", "w2", D, I, false));
+    else m.experts.push_back(load_mlp(L, ep, "gate_proj", "up_proj", "down_proj", D, I, false));
+  }
+  if (a.moe == MoeKind::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
+    m.has_shared = true;
+    m.shared = load_mlp(L, block + "shared_expert.", "gate_proj", "up_proj", "down_proj", D,
+                        c.shared_expert_intermediate_size, false);
+    m.shared_gate = L.linear(block + "shared_expert_gate", 1, D, false);
+  }
+  return m;
+}
+
+}  // namespace
+
+size_t ModelWeights::bytes() const {
+  size_t b = embed.w.bytes() + lm_head.w.bytes() + final_norm.size() * 4;
+  auto mlp_bytes = [](const MlpWeights& m) {
+    return m.gate.w.bytes() + m.up.w.bytes() + m.gate_up.w.bytes() + m.down.w.bytes();
+  };
+  for (const LayerWeights& l : layers) {
+    b += 4 * (l.input_norm.size() + l.post_attention_norm.size() + l.pre_ff_norm.size() +
+              l.post_ff_norm.size() + l.attn.q_norm.size() + l.attn.k_norm.size());
+    b += l.attn.q.w.bytes() + l.attn.k.w.bytes() + l.attn.v.w.bytes() + l.attn.qkv.w.bytes() +
+         l.attn.o.w.bytes();
+    b += mlp_bytes(l.mlp) + l.moe.router.w.bytes() + l.moe.shared_gate.w.bytes() + mlp_bytes(l.moe.shared);
+    for (const MlpWeights& e : l.moe.experts) b += mlp_bytes(e);
+  }
+  return b;
+}
+
+ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+                          LoadOptions::Weights mode, const std::string& label) {
+  Loader L(src, mode, label);
+  ModelWeights m;
+  const int64_t D = c.hidden_size;
+  m.embed = L.linear("model.embed_tokens", c.vocab_size, D, false);
+  m.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = layer_prefix(i);
+    LayerWeights& l = m.layers[static_cast<size_t>(i)];
+    l.input_norm = L.norm(p + "input_layernorm.weight", D, a.gemma_norm);
+    l.post_attention_norm = L.norm(p + "post_attention_layernorm.weight", D, a.gemma_norm);
+    if (a.sandwich_norms) {
+      l.pre_ff_norm = L.norm(p + "pre_feedforward_layernorm.weight", D, a.gemma_norm);
+      l.post_ff_norm = L.norm(p + "post_feedforward_layernorm.weight", D, a.gemma_norm);
+    }
+    l.attn = load_attention(L, c, a, p);
+    l.is_moe = c.layer_moe[static_cast<size_t>(i)] != 0;
+    if (l.is_moe) {
+      l.moe = load_moe(L, c, a, p);
+    } else if (a.fused_gate_up) {
+      l.mlp.gate_up = L.linear(p + "mlp.gate_up_proj", 2 * c.intermediate_size, D, c.mlp_bias);
+      l.mlp.down = L.linear(p + "mlp.down_proj", D, c.intermediate_size, c.mlp_bias);
+    } else {
+      l.mlp = load_mlp(L, p + "mlp.", "gate_proj", "up_proj", "down_proj", D, c.intermediate_size, c.mlp_bias);
+    }
+  }
+  m.final_norm = L.norm("model.norm.weight", D, a.gemma_norm);
+  if (!c.tie_word_embeddings) m.lm_head = L.linear("lm_head", c.vocab_size, D, false);
+  else m.lm_head.name = "lm_head";
+  return m;
+}
+
+}  // namespace qloom::engine

@@ -1,0 +1,25 @@
+// load_weights: reads every tensor the forward pass needs from a
+// WeightSource, by the checkpoint names of the architecture, checks shapes,
+// converts linears (and the embedding) to the requested WeightType, norms to
+// fp32, and releases each source tensor once copied.
+//
+// Weight types: LoadOptions::kAuto keeps BF16 checkpoints BF16 (embedding
+// included: big vocabularies stay half size; rows are widened on lookup) and
+// turns F32/F16 into F32; kF32 / kBF16 force the type (F16 -> BF16 goes
+// through f32 and rounds).
+// Errors: a missing tensor or a wrong shape throws kInvalidInput naming the
+// tensor and the expected shape (file = `label`).
+#pragma once
+
+#include <string>
+
+#include "qloom/engine/architecture.h"
+#include "qloom/engine/layer_weights.h"
+#include "qloom/engine/model.h"
+
+namespace qloom::engine {
+
+ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+                          LoadOptions::Weights mode, const std::string& label);
+
+}  // namespace qloom::engine
