@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include "qloom/export/quantize_job.h"
@@ -40,6 +42,10 @@ TEST_P(NumericStepOnExports, QloomExportReproducesTheReferenceAndPassesEveryStep
   EXPECT_EQ(s5->status, StepResult::kOk) << s5->summary;
   EXPECT_EQ(s5->data["checked"], s5->data["reproduced_rtn"]);
   EXPECT_GT(s5->data["checked"].get<int>(), 0);
+  // The engine loaded the checkpoint and scored a window close to the source.
+  EXPECT_GT(s5->data["engine_window_tokens"].get<int>(), 16);
+  EXPECT_GT(s5->data["engine_top1_agreement"].get<double>(), 0.5);
+  EXPECT_LT(s5->data["engine_kld_mean"].get<double>(), 1.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, NumericStepOnExports,
@@ -74,6 +80,27 @@ TEST(NumericStepCorruption, AFlippedScaleByteFailsStepFiveOnly) {
   EXPECT_EQ(rep.step(5)->status, StepResult::kFail) << rep.step(5)->summary;
   for (int n : {4, 1, 3, 2}) EXPECT_EQ(rep.step(n)->status, StepResult::kOk) << n;
   EXPECT_EQ(rep.step(5)->data["failed"], 1);
+}
+
+// A config that promises static input scales the checkpoint lacks: the
+// weights still dequantize, but the engine cannot load it as it would
+// compute, and step 5 says so.
+TEST(NumericStepCorruption, EngineLoadFailureFailsStepFive) {
+  test::TempDir tmp;
+  const auto q = export_demo(tmp.path() / "q", "ptpc_fp8");
+  const fs::path cfg = q / "config.json";
+  std::ifstream in(cfg);
+  nlohmann::json j = nlohmann::json::parse(in);
+  in.close();
+  j["quantization_config"]["global_quant_config"]["input_tensors"]["is_dynamic"] = false;
+  j["quantization_config"]["global_quant_config"]["input_tensors"]["qscheme"] = "per_tensor";
+  j["quantization_config"]["global_quant_config"]["input_tensors"]["ch_axis"] = nullptr;
+  std::ofstream(cfg) << j.dump(2);
+
+  const StepResult s5 = check_dequantized_weights(io::ModelDir::open(QLOOM_DEMO_MODEL_DIR), io::ModelDir::open(q));
+  EXPECT_EQ(s5.status, StepResult::kFail) << s5.summary;
+  EXPECT_NE(s5.summary.find("engine: FAIL"), std::string::npos) << s5.summary;
+  EXPECT_NE(s5.summary.find("input_scale"), std::string::npos) << s5.summary;
 }
 
 }  // namespace

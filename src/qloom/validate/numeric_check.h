@@ -4,8 +4,12 @@
 //    weight under the spec the checkpoint's quantization_config assigns to it
 //    (only when algo_config is null: GPTQ/AWQ legitimately choose other codes),
 //  - and come within its format's SQNR floor of the source weight.
+// Then the engine loads both checkpoints (the quantized one as it computes:
+// dequantized weights, simulated activation / KV quantization) and scores one
+// fixed ~80-token window: non-finite logits or a failed load fail the step;
+// KL(source || quantized) and top-1 agreement are reported. This holds both
+// models in memory at once.
 // Reads the validate <- export direction: the Quark layout lives in export/.
-// Loading the checkpoint in the engine joins this step when the engine lands.
 #pragma once
 
 #include "qloom/io/model_dir.h"
