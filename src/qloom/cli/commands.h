@@ -17,5 +17,6 @@ using CommandFn = std::function<int()>;
 void register_inspect(CLI::App& app, CommandFn& run);
 void register_quantize(CLI::App& app, CommandFn& run);
 void register_validate(CLI::App& app, CommandFn& run);
+void register_eval(CLI::App& app, CommandFn& run);
 
 }  // namespace qloom::cli

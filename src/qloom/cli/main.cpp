@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   cli::register_inspect(app, run);
   cli::register_quantize(app, run);
   cli::register_validate(app, run);
+  cli::register_eval(app, run);
 
   try {
     app.parse(argc, argv);

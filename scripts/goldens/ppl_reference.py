@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Independent perplexity reference for `qloom eval --task ppl` (demo model).
+
+Computes the perplexity of models/stories260K-hf-bf16 on the bundled
+data/datasets/tinystories/TinyStories-valid-first1000.txt with HuggingFace
+transformers (AutoModelForCausalLM in float32 on the CPU, the HF fast
+tokenizer from tokenizer.json), using the same windows as qloom:
+
+  quark    : tokenizer(text) once (BOS added by the tokenizer), windows of
+             seq_len = min(2048, max_position_embeddings) = 512 tokens,
+             non-overlapping, last partial window dropped; every position but
+             the first of a window is predicted (amd/Quark llm_eval ppl_eval).
+  llamacpp : n_ctx 512, window i = tokens[i*512:(i+1)*512] with its first token
+             replaced by BOS; only logits[256:511] against tokens[257:512]
+             are scored (llama.cpp tools/perplexity/perplexity.cpp).
+
+The NLL of each predicted token is -log_softmax(logits)[target], summed in
+float64; ppl = exp(mean NLL); stderr = ppl * sqrt((E[x^2] - E[x]^2) / (N-1))
+as llama-perplexity prints it. Results for the first `limit` windows (the
+test runs qloom with the same --limit) and for all windows go to
+tests/data/eval/demo_ppl_reference.json.
+
+Run: /tmp/qenv/bin/python scripts/goldens/ppl_reference.py   (torch CPU, 2 threads)
+"""
+import json
+import math
+import pathlib
+import sys
+
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODEL = ROOT / "models" / "stories260K-hf-bf16"
+DATA = ROOT / "data" / "datasets" / "tinystories" / "TinyStories-valid-first1000.txt"
+OUT = ROOT / "tests" / "data" / "eval" / "demo_ppl_reference.json"
+LIMITS = (8,)
+
+
+def stats(nlls):
+    n = len(nlls)
+    s = math.fsum(nlls)
+    s2 = math.fsum(x * x for x in nlls)
+    mean = s / n
+    var = s2 / n - mean * mean
+    ppl = math.exp(mean)
+    return {"tokens_scored": n, "ppl": ppl,
+            "ppl_stderr": ppl * math.sqrt(var / (n - 1)) if var > 0 and n > 1 else 0.0}
+
+
+@torch.no_grad()
+def window_nlls(model, tokens, begin, length, first_target, bos):
+    ids = tokens[begin:begin + length].clone()
+    if bos is not None:
+        ids[0] = bos
+    logits = model(ids.unsqueeze(0)).logits[0].double()
+    logp = torch.log_softmax(logits, dim=-1)
+    targets = tokens[begin + first_target:begin + length]
+    rows = logp[first_target - 1:length - 1]
+    return (-rows.gather(1, targets.unsqueeze(1)).squeeze(1)).tolist()
+
+
+def main():
+    torch.set_num_threads(2)
+    tok = AutoTokenizer.from_pretrained(MODEL)
+    model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=torch.float32).eval()
+    text = DATA.read_text(encoding="utf-8")
+    tokens = torch.tensor(tok(text)["input_ids"], dtype=torch.long)
+    n_tokens = tokens.numel()
+    max_pos = model.config.max_position_embeddings
+    result = {
+        "how": "scripts/goldens/ppl_reference.py: HF transformers "
+               f"{transformers.__version__} AutoModelForCausalLM float32 CPU, torch {torch.__version__}, "
+               "HF fast tokenizer; see the script docstring for the windows",
+        "model": "models/stories260K-hf-bf16",
+        "dataset": "data/datasets/tinystories/TinyStories-valid-first1000.txt",
+        "n_tokens": n_tokens,
+        "bos_id": tok.bos_token_id,
+        "first_tokens": tokens[:16].tolist(),
+        "protocols": {},
+    }
+    for proto in ("quark", "llamacpp"):
+        seq_len = min(2048, max_pos) if proto == "quark" else min(512, max_pos)
+        n_win = n_tokens // seq_len
+        first_target = 1 if proto == "quark" else seq_len // 2 + 1
+        bos = None if proto == "quark" else tok.bos_token_id
+        nlls = []
+        per_limit = {}
+        for i in range(n_win):
+            nlls += window_nlls(model, tokens, i * seq_len, seq_len, first_target, bos)
+            if i + 1 in LIMITS:
+                per_limit[str(i + 1)] = stats(nlls)
+        entry = {"seq_len": seq_len, "windows": n_win, "limit": per_limit, "all": stats(nlls)}
+        result["protocols"][proto] = entry
+        print(proto, json.dumps(entry), file=sys.stderr)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {OUT}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+// qloom eval <model_dir> [--source DIR] --task ppl|kld|gsm8k --dataset PATH|wikitext2|gsm8k
+//            [--seq_len N] [--protocol quark|llamacpp] [--limit N] [--time_budget S]
+//            [--max_gen_toks N] [--json out.json] [--threads N]
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "qloom/cli/commands.h"
+#include "qloom/cli/flags.h"
+#include "qloom/eval/eval_report.h"
+#include "qloom/eval/run_eval.h"
+
+namespace qloom::cli {
+
+void register_eval(CLI::App& app, CommandFn& run) {
+  struct Options {
+    eval::EvalOptions eval;
+    int64_t limit = 0;
+    std::string json;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Evaluate a model: perplexity (Quark or llama.cpp protocol), KL divergence "
+              "against its source, or GSM8K (lm-eval's 5-shot task)");
+  sub->add_option("model_dir", o->eval.model_dir, "the model to evaluate (the quantized one for kld)")
+      ->required();
+  sub->add_option(flag_names("source"), o->eval.source_dir, "kld: the source (reference) model");
+  sub->add_option(flag_names("task"), o->eval.task, "ppl, kld or gsm8k")
+      ->required()
+      ->check(CLI::IsMember({"ppl", "kld", "gsm8k"}));
+  sub->add_option(flag_names("dataset"), o->eval.dataset,
+                  "wikitext2, tinystories, gsm8k, or a file (.txt: one document; "
+                  ".jsonl: gsm8k questions); default wikitext2 (ppl/kld) or gsm8k");
+  sub->add_option(flag_names("seq_len"), o->eval.seq_len,
+                  "window length in tokens (default: quark min(2048, max_position_embeddings), "
+                  "llamacpp 512)");
+  sub->add_option(flag_names("protocol"), o->eval.protocol, "ppl/kld windowing: quark or llamacpp")
+      ->check(CLI::IsMember({"quark", "llamacpp"}));
+  sub->add_option(flag_names("limit"), o->limit,
+                  "only the first N windows (ppl/kld) or questions (gsm8k)");
+  sub->add_option(flag_names("time_budget"), o->eval.time_budget,
+                  "seconds: time the first window/question and limit the work to fit");
+  sub->add_option(flag_names("max_gen_toks"), o->eval.max_gen_toks,
+                  "gsm8k: most tokens generated per answer (default 256)");
+  sub->add_option(flag_names("json"), o->json, "also write the results as one JSON object here");
+  sub->add_option(flag_names("threads"), o->eval.threads, "compute threads (0 = all cores)");
+  sub->callback([o, sub, &run] {
+    run = [o, sub] {
+      eval::EvalOptions opts = o->eval;
+      if (sub->count("--limit") > 0) opts.limit = o->limit;
+      opts.log = &std::cerr;
+      opts.log_is_tty = ::isatty(STDERR_FILENO) == 1;
+      const eval::EvalReport r = eval::run_eval(opts);
+      if (r.task == "ppl")
+        std::cout << eval::ppl_line(r.ppl, r.ppl_stderr) << "\n\n";
+      else if (r.task == "kld")
+        std::cout << eval::kld_block(r.kld) << "\n";
+      std::cout << eval::render_table(r);
+      if (!o->json.empty()) eval::write_report_json(r, o->json);
+      return 0;
+    };
+  });
+}
+
+}  // namespace qloom::cli

@@ -1,0 +1,53 @@
+// EvalReport: the outcome of one `qloom eval` run, rendered as
+//  - the headline (ppl: "PPL = x.xxxx +/- y.yyyy"; kld: llama-perplexity's
+//    KL-divergence statistics block),
+//  - an lm-eval style markdown table "| Task | Metric | Value | Stderr |",
+//  - one JSON object: task, model, dataset, seq_len, limit, and per task
+//      ppl:   windows, tokens_scored, ppl, ppl_stderr
+//      kld:   kld_mean, kld_median, kld_p99, top1_agreement (fraction 0..1),
+//             ppl_source, ppl_quantized, ppl_ratio (+ windows, tokens_scored)
+//      gsm8k: n, accuracy_strict, accuracy_flexible (fractions 0..1)
+//    plus protocol, source, seconds, limited_by and notes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qloom/eval/kld.h"
+#include "qloom/eval/perplexity.h"
+
+namespace qloom::eval {
+
+struct EvalReport {
+  std::string task;  // "ppl", "kld", "gsm8k"
+  std::string model, source, dataset, protocol;
+  int64_t seq_len = 0;                // 0 for gsm8k
+  std::optional<int64_t> limit;       // --limit as given
+  std::vector<std::string> notes;     // what was limited and why
+  double seconds = 0;
+
+  // ppl
+  int64_t windows = 0, windows_total = 0, tokens_scored = 0;
+  double ppl = 0, ppl_stderr = 0;
+  // kld
+  KldSummary kld;
+  // gsm8k
+  int64_t n = 0, n_total = 0;
+  double accuracy_strict = 0, accuracy_flexible = 0;
+};
+
+// "PPL = 12.3456 +/- 0.1234"
+std::string ppl_line(double ppl, double stderr_);
+// The llama-perplexity style statistics of a kld run.
+std::string kld_block(const KldSummary& s);
+std::string render_table(const EvalReport& r);
+nlohmann::json report_to_json(const EvalReport& r);
+// Writes report_to_json(r).dump(2) atomically; throws kIo on failure.
+void write_report_json(const EvalReport& r, const std::filesystem::path& path);
+
+}  // namespace qloom::eval
