@@ -1,0 +1,58 @@
+// AVX2+FMA instantiation of the GEMM/GEMV kernels (gemm_kernels.inc): the
+// portable-SIMD fallback for x86-64 CPUs without AVX-512. 6 x 16 register
+// tiles (12 ymm accumulators), GEMV over 2 W rows x up to 4 x rows.
+// Contract: gemm_kernels.h.
+#include "qloom/engine/gemm_kernels.h"
+
+#if defined(__x86_64__)
+
+#include "qloom/core/x86_intrinsics.h"
+
+#define QLOOM_GEMM_TARGET __attribute__((target("avx2,f16c,fma")))
+
+namespace qloom::engine::detail {
+namespace {
+
+struct V {
+  using R = __m256;
+  static constexpr int kW = 8;
+  static constexpr int kMR = 6;
+  static constexpr int kGemvOuts = 2;
+  static constexpr bool kTransposeBlock = false;
+  template <class E>
+  static void transpose_block(const E*, int64_t, float*, int64_t) {}
+  QLOOM_GEMM_TARGET static R zero() { return _mm256_setzero_ps(); }
+  QLOOM_GEMM_TARGET static R load(const float* p) { return _mm256_loadu_ps(p); }
+  QLOOM_GEMM_TARGET static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
+  QLOOM_GEMM_TARGET static R bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  QLOOM_GEMM_TARGET static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  QLOOM_GEMM_TARGET static R load_bf16(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  QLOOM_GEMM_TARGET static float hsum(R v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+#include "qloom/engine/gemm_kernels.inc"
+
+}  // namespace
+
+const GemmKernelSet* gemm_kernels_avx2() {
+  static const GemmKernelSet set{"avx2", 2 * V::kW, V::kMR, kKC, kMC, gemm_entry, gemv_entry};
+  return &set;
+}
+
+}  // namespace qloom::engine::detail
+
+#else
+
+namespace qloom::engine::detail {
+const GemmKernelSet* gemm_kernels_avx2() { return nullptr; }
+}  // namespace qloom::engine::detail
+
+#endif
