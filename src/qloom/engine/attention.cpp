@@ -5,12 +5,13 @@
 #include <cstring>
 #include <vector>
 
+#include "qloom/engine/gemm.h"
 #include "qloom/engine/norms.h"
 
 namespace qloom::engine {
 
-void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
-            const float* v, float* out, ThreadPool& pool) {
+void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
+                const float* v, float* out, ThreadPool& pool) {
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
   const int64_t qrow = s.heads * hd, kvrow = s.kv_heads * hd;
   pool.parallel_for(T * s.heads, [&](int64_t begin, int64_t end) {
@@ -46,6 +47,83 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
       float* o = out + t * qrow + h * hd;
       const double inv = 1.0 / sum;
       for (int64_t i = 0; i < hd; ++i) o[i] = static_cast<float>(acc[static_cast<size_t>(i)] * inv);
+    }
+  });
+}
+
+void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
+            const float* v, float* out, ThreadPool& pool) {
+  const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
+  const int64_t qrow = s.heads * hd, kvrow = s.kv_heads * hd;
+  // Query block: enough rows for the GEMM kernels, few enough blocks to
+  // balance the threads.
+  const int64_t qb = T >= 64 ? 64 : T;
+  const int64_t nblocks = (T + qb - 1) / qb;
+  pool.parallel_for(s.kv_heads * nblocks, [&](int64_t begin, int64_t end) {
+    LinearWeight kw, vw;  // keys [nk, hd] and values transposed [hd, nk] of this block
+    std::vector<float> qs, scores, mixed;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t g = task / nblocks, blk = task % nblocks;
+      const int64_t t0 = blk * qb, t1 = std::min(T, t0 + qb), nq = t1 - t0;
+      // Keys any query of the block may see: [lo, hi).
+      const int64_t hi = pos0 + t1;
+      const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos0 + t0 - s.window + 1) : 0;
+      const int64_t nk = hi - lo;
+      kw.type = vw.type = WeightType::kF32;
+      kw.out = nk;
+      kw.in = hd;
+      kw.f32.resize(static_cast<size_t>(nk * hd));
+      vw.out = hd;
+      vw.in = nk;
+      vw.f32.resize(static_cast<size_t>(nk * hd));
+      for (int64_t j = 0; j < nk; ++j) {
+        const float* kr = k + (lo + j) * kvrow + g * hd;
+        const float* vr = v + (lo + j) * kvrow + g * hd;
+        std::memcpy(kw.f32.data() + j * hd, kr, sizeof(float) * static_cast<size_t>(hd));
+        for (int64_t i = 0; i < hd; ++i) vw.f32[static_cast<size_t>(i * nk + j)] = vr[i];
+      }
+      // Rows: (query head of the group, query) -> [group * nq, hd].
+      const int64_t rows = group * nq;
+      qs.resize(static_cast<size_t>(rows * hd));
+      for (int64_t hh = 0; hh < group; ++hh)
+        for (int64_t t = 0; t < nq; ++t)
+          std::memcpy(qs.data() + (hh * nq + t) * hd, q + (t0 + t) * qrow + (g * group + hh) * hd,
+                      sizeof(float) * static_cast<size_t>(hd));
+      scores.resize(static_cast<size_t>(rows * nk));
+      linear(qs.data(), rows, kw, scores.data(), pool);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t p = pos0 + t0 + r % nq;  // this query's position
+        const int64_t first = s.window > 0 ? std::max<int64_t>(0, p - s.window + 1) : 0;
+        float* sr = scores.data() + r * nk;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < nk; ++j) {
+          const int64_t kp = lo + j;
+          if (kp < first || kp > p) continue;
+          float sc = sr[j] * s.scale;
+          if (s.softcap > 0.0f) sc = s.softcap * std::tanh(sc / s.softcap);
+          sr[j] = sc;
+          mx = std::max(mx, sc);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < nk; ++j) {
+          const int64_t kp = lo + j;
+          if (kp < first || kp > p) {
+            sr[j] = 0.0f;
+            continue;
+          }
+          const float e = std::exp(sr[j] - mx);
+          sr[j] = e;
+          sum += e;
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < nk; ++j) sr[j] *= inv;
+      }
+      mixed.resize(static_cast<size_t>(rows * hd));
+      linear(scores.data(), rows, vw, mixed.data(), pool);
+      for (int64_t hh = 0; hh < group; ++hh)
+        for (int64_t t = 0; t < nq; ++t)
+          std::memcpy(out + (t0 + t) * qrow + (g * group + hh) * hd, mixed.data() + (hh * nq + t) * hd,
+                      sizeof(float) * static_cast<size_t>(hd));
     }
   });
 }

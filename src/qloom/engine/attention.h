@@ -22,9 +22,16 @@ struct AttentionShape {
 
 // Scores and mixes values for T queries at positions [pos0, pos0 + T) against
 // keys/values [0, pos0 + T) already in `k`, `v` (row stride kv_heads*head_dim).
-// q, out: [T, heads*head_dim]. Parallel over (query, head) on the pool.
+// q, out: [T, heads*head_dim].
+// attend(): blocked — for each KV head and block of queries, the scores of
+// all its query heads are one GEMM through linear() (Q·Kᵀ), softmax per row,
+// then one GEMM for P·V; parallel over (KV head, query block).
+// attend_ref(): the plain reference, one (query, head) at a time with double
+// accumulation; tests/engine/attention_test.cpp compares the two.
 void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
             const float* v, float* out, ThreadPool& pool);
+void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
+                const float* v, float* out, ThreadPool& pool);
 
 // The whole attention sub-block: h [T, hidden] -> out [T, hidden]. Appends
 // this layer's K/V at positions [pos0, pos0 + T) of the cache.
