@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --seq_len|--seq-len) seq_len=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
     --qloom) qloom=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
+    --work) work=$2; mkdir -p "$work"; shift 2 ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) schemes+=("$1"); shift ;;
   esac
