@@ -1,0 +1,324 @@
+#include "qloom/quant/awq.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "qloom/core/error.h"
+#include "qloom/core/float_codec.h"
+#include "qloom/core/thread_pool.h"
+#include "qloom/quant/layer_groups.h"
+#include "qloom/quant/quantize_fast.h"
+#include "qloom/quant/quantize_ref.h"
+
+namespace qloom::quant {
+namespace {
+
+constexpr const char* kKeys = "n_grid, duo_scaling, clip, max_shrink, clip_n_grid, clip_max_tokens";
+
+[[noreturn]] void bad_key(const std::string& key, const std::string& msg) {
+  std::string remedy = "AWQ keys: ";
+  remedy += kKeys;
+  throw Error(ErrorKind::kUsage, "", key, msg, remedy);
+}
+
+[[noreturn]] void usage(const std::string& item, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", item, msg);
+}
+
+int int_in(const nlohmann::json& v, const std::string& key, int lo, int hi) {
+  if (!v.is_number_integer()) bad_key(key, "must be an integer");
+  const int64_t i = v.get<int64_t>();
+  if (i < lo || i > hi) {
+    std::string msg = "must be in [";
+    msg += std::to_string(lo);
+    msg += ", ";
+    msg += std::to_string(hi);
+    msg += "]";
+    bad_key(key, msg);
+  }
+  return static_cast<int>(i);
+}
+
+bool boolean(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_boolean()) bad_key(key, "must be true or false");
+  return v.get<bool>();
+}
+
+std::vector<float> f32_copy(const engine::LinearWeight& w) {
+  const size_t n = static_cast<size_t>(w.out * w.in);
+  if (w.type == engine::WeightType::kF32) {
+    if (w.f32.size() != n) usage("weight", "a linear weight's buffer does not match its shape");
+    return w.f32;
+  }
+  if (w.bf16.size() != n) usage("weight", "a linear weight's buffer does not match its shape");
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(w.bf16[i]);
+  return out;
+}
+
+// Elements per quantization group along a row: group_size for per-group
+// specs, the whole row otherwise.
+int64_t row_group(const QuantSpec& spec, int64_t in) {
+  return spec.qscheme == QScheme::kPerGroup && spec.group_size > 0 ? spec.group_size : in;
+}
+
+// llm-compressor's w_mean over the quantized linears (duo scaling).
+std::vector<double> weight_means(const std::vector<AwqLinear>& linears, int64_t n) {
+  std::vector<double> sum(static_cast<size_t>(n), 0.0);
+  int64_t rows = 0;
+  for (const AwqLinear& l : linears) {
+    if (l.spec == nullptr) continue;
+    const std::vector<float> w = f32_copy(*l.weight);
+    const int64_t g = row_group(*l.spec, n);
+    for (int64_t r = 0; r < l.weight->out; ++r) {
+      for (int64_t c0 = 0; c0 + g <= n; c0 += g) {
+        const float* p = w.data() + r * n + c0;
+        float mx = 0.0f;
+        for (int64_t k = 0; k < g; ++k) mx = std::max(mx, std::fabs(p[k]));
+        const double d = static_cast<double>(mx) + 1e-6;
+        for (int64_t k = 0; k < g; ++k) sum[static_cast<size_t>(c0 + k)] += std::fabs(p[k]) / d;
+      }
+    }
+    rows += l.weight->out;
+  }
+  for (double& v : sum) v /= static_cast<double>(std::max<int64_t>(rows, 1));
+  return sum;
+}
+
+std::vector<float> grid_scales(std::span<const float> x_mean, const std::vector<double>& w_mean, double ratio,
+                               bool duo) {
+  const size_t n = x_mean.size();
+  std::vector<double> s(n);
+  for (size_t j = 0; j < n; ++j) {
+    double v = std::pow(static_cast<double>(x_mean[j]), ratio);
+    if (duo) v /= std::pow(w_mean[j], 1.0 - ratio) + 1e-4;
+    s[j] = std::max(v, 1e-4);
+  }
+  const double mx = *std::max_element(s.begin(), s.end());
+  const double mn = *std::min_element(s.begin(), s.end());
+  const double norm = std::sqrt(mx * mn);
+  std::vector<float> out(n);
+  for (size_t j = 0; j < n; ++j) {
+    const float v = static_cast<float>(s[j] / norm);
+    out[j] = std::isfinite(v) ? v : 1.0f;
+  }
+  return out;
+}
+
+}  // namespace
+
+AwqConfig AwqConfig::from_json(const nlohmann::json& j) {
+  AwqConfig c;
+  if (j.is_null()) return c;
+  if (!j.is_object()) bad_key("awq", "the AWQ config must be a JSON object");
+  for (const auto& [key, v] : j.items()) {
+    if (key == "n_grid") c.n_grid = int_in(v, key, 1, 1000);
+    else if (key == "duo_scaling") c.duo_scaling = boolean(v, key);
+    else if (key == "clip") c.clip = boolean(v, key);
+    else if (key == "clip_n_grid") c.clip_n_grid = int_in(v, key, 1, 1000);
+    else if (key == "clip_max_tokens") c.clip_max_tokens = int_in(v, key, 1, std::numeric_limits<int>::max());
+    else if (key == "max_shrink") {
+      if (!v.is_number()) bad_key(key, "must be a number");
+      c.max_shrink = v.get<double>();
+      if (!(c.max_shrink >= 0.0 && c.max_shrink < 1.0)) bad_key(key, "must be in [0, 1)");
+    } else {
+      std::string msg = "unknown AWQ key '";
+      msg += key;
+      msg += "'";
+      bad_key(key, msg);
+    }
+  }
+  return c;
+}
+
+nlohmann::json AwqConfig::to_json(const engine::ModelConfig& config) const {
+  nlohmann::json j = nlohmann::json::object();
+  j["name"] = "awq";
+  j["scaling_layers"] = quark_scaling_layers(config);
+  j["model_decoder_layers"] = "model.layers";
+  return j;
+}
+
+nlohmann::json AwqConfig::params_json() const {
+  return {{"n_grid", n_grid},           {"duo_scaling", duo_scaling}, {"clip", clip},
+          {"max_shrink", max_shrink},   {"clip_n_grid", clip_n_grid}, {"clip_max_tokens", clip_max_tokens}};
+}
+
+engine::LinearWeight awq_candidate(const engine::LinearWeight& w, const QuantSpec& spec, std::span<const float> s,
+                                   const AwqQuantOptions& o, std::string_view name) {
+  if (static_cast<int64_t>(s.size()) != w.in) usage(std::string(name), "scale count differs from in_features");
+  std::vector<float> ws = f32_copy(w);
+  for (int64_t r = 0; r < w.out; ++r)
+    for (int64_t c = 0; c < w.in; ++c) {
+      float& v = ws[static_cast<size_t>(r * w.in + c)];
+      v = detail::round_to(o.model_dtype, v * s[static_cast<size_t>(c)]);
+    }
+  const QuantizedTensor q = quantize_weight(ws.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in),
+                                            spec, o.scale_dtype, name, o.model_dtype, o.threads);
+  dequantize(q, ws.data(), o.threads);
+  engine::LinearWeight out;
+  out.type = engine::WeightType::kF32;
+  out.out = w.out;
+  out.in = w.in;
+  out.bias = w.bias;
+  for (int64_t r = 0; r < w.out; ++r)
+    for (int64_t c = 0; c < w.in; ++c) ws[static_cast<size_t>(r * w.in + c)] /= s[static_cast<size_t>(c)];
+  out.f32 = std::move(ws);
+  return out;
+}
+
+AwqScaleResult awq_search_scales(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
+                                 const AwqConfig& config, const AwqQuantOptions& options, const AwqLossFn& loss) {
+  const int64_t n = static_cast<int64_t>(x_mean.size());
+  if (linears.empty() || n == 0) usage("linears", "AWQ needs a group with linears and statistics");
+  bool any_quantized = false;
+  for (const AwqLinear& l : linears) {
+    if (l.weight == nullptr || l.weight->in != n) usage(l.name, "in_features differs from the statistics' width");
+    any_quantized = any_quantized || l.spec != nullptr;
+  }
+  if (!any_quantized) usage("linears", "no linear of the group is quantized");
+  if (config.n_grid < 1) usage("n_grid", "must be >= 1");
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = x_mean[static_cast<size_t>(j)];
+    if (!std::isfinite(v) || v < 0.0f) {
+      std::string msg = "mean |x| of channel ";
+      msg += std::to_string(j);
+      msg += " is negative or not finite";
+      throw Error(ErrorKind::kInvalidInput, "", "x_mean", msg);
+    }
+  }
+  const std::vector<double> w_mean = config.duo_scaling ? weight_means(linears, n) : std::vector<double>();
+  AwqScaleResult best;
+  best.loss = std::numeric_limits<double>::infinity();
+  bool found = false;
+  for (int i = 0; i < config.n_grid; ++i) {
+    const double ratio = static_cast<double>(i) / config.n_grid;
+    std::vector<float> s = grid_scales(x_mean, w_mean, ratio, config.duo_scaling);
+    AwqCandidates cand;
+    for (const AwqLinear& l : linears)
+      if (l.spec != nullptr) cand.emplace(l.name, awq_candidate(*l.weight, *l.spec, s, options, l.name));
+    const double v = loss(cand);
+    best.losses.push_back(std::isfinite(v) ? v : std::numeric_limits<double>::quiet_NaN());
+    if (std::isfinite(v) && v < best.loss) {
+      best.loss = v;
+      best.ratio = ratio;
+      best.scales = std::move(s);
+      found = true;
+    }
+  }
+  if (!found)
+    throw Error(ErrorKind::kInvalidInput, "", "loss", "every AWQ grid point gave a non-finite loss",
+                "check the calibration inputs and the inspected block for NaN / inf");
+  return best;
+}
+
+AwqClip awq_search_clip(const engine::LinearWeight& w, const QuantSpec& spec, std::span<const float> x,
+                        int64_t tokens, const AwqConfig& config, const AwqQuantOptions& options,
+                        std::string_view name) {
+  const std::string item(name);
+  if (tokens < 1 || static_cast<int64_t>(x.size()) != tokens * w.in)
+    usage(item, "the clip search's inputs must be [tokens >= 1, in_features]");
+  AwqClip clip;
+  if (spec.qscheme == QScheme::kPerTensor) return clip;
+  const int64_t O = w.out, I = w.in, G = row_group(spec, I);
+  if (G <= 0 || I % G != 0) usage(item, "the group size does not divide in_features");
+  const int64_t ng = I / G;
+  clip.rows = O;
+  clip.groups_per_row = ng;
+  clip.group_size = G;
+
+  const std::vector<float> W = f32_copy(w);
+  std::vector<float> org_max(static_cast<size_t>(O * ng), 0.0f);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t k = 0; k < I; ++k) {
+      float& m = org_max[static_cast<size_t>(o * ng + k / G)];
+      m = std::max(m, std::fabs(W[static_cast<size_t>(o * I + k)]));
+    }
+
+  // Token subsample (every step-th token from 0) and per-group input slices [T', G].
+  const int64_t n_sample = std::min<int64_t>(tokens, config.clip_max_tokens);
+  const int64_t step = std::max<int64_t>(1, tokens / n_sample);
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < tokens; t += step) rows.push_back(t);
+  const int64_t T = static_cast<int64_t>(rows.size());
+  std::vector<std::vector<float>> xg(static_cast<size_t>(ng), std::vector<float>(static_cast<size_t>(T * G)));
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t t = 0; t < T; ++t)
+      std::copy_n(x.data() + rows[static_cast<size_t>(t)] * I + g * G, G, xg[static_cast<size_t>(g)].data() + t * G);
+
+  ThreadPool pool(options.threads);
+  const int n_shrink = std::max(1, static_cast<int>(config.max_shrink * config.clip_n_grid));
+  std::vector<double> best(static_cast<size_t>(O * ng), std::numeric_limits<double>::infinity());
+  std::vector<double> unclipped(best.size(), 0.0);
+  clip.max_val = org_max;
+  std::vector<float> bound(org_max.size()), wc(W.size());
+  engine::LinearWeight dg;
+  dg.type = engine::WeightType::kF32;
+  dg.out = O;
+  dg.in = G;
+  dg.f32.resize(static_cast<size_t>(O * G));
+  std::vector<float> y(static_cast<size_t>(T * O));
+  for (int i = 0; i < n_shrink; ++i) {
+    const double factor = 1.0 - static_cast<double>(i) / config.clip_n_grid;
+    for (size_t b = 0; b < bound.size(); ++b)
+      bound[b] = detail::round_to(options.model_dtype, static_cast<float>(org_max[b] * factor));
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < I; ++k) {
+        const float m = bound[static_cast<size_t>(o * ng + k / G)];
+        wc[static_cast<size_t>(o * I + k)] = std::clamp(W[static_cast<size_t>(o * I + k)], -m, m);
+      }
+    const QuantizedTensor q = quantize_weight(wc.data(), static_cast<uint64_t>(O), static_cast<uint64_t>(I), spec,
+                                              options.scale_dtype, name, options.model_dtype, options.threads);
+    dequantize(q, wc.data(), options.threads);
+    for (int64_t g = 0; g < ng; ++g) {
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t k = 0; k < G; ++k) {
+          const size_t src = static_cast<size_t>(o * I + g * G + k);
+          dg.f32[static_cast<size_t>(o * G + k)] = wc[src] - W[src];
+        }
+      engine::linear(xg[static_cast<size_t>(g)].data(), T, dg, y.data(), pool);
+      for (int64_t o = 0; o < O; ++o) {
+        double err = 0.0;
+        for (int64_t t = 0; t < T; ++t) {
+          const double v = y[static_cast<size_t>(t * O + o)];
+          err += v * v;
+        }
+        err /= static_cast<double>(T);
+        const size_t idx = static_cast<size_t>(o * ng + g);
+        if (i == 0) unclipped[idx] = err;
+        if (err < best[idx]) {
+          best[idx] = err;
+          clip.max_val[idx] = bound[idx];
+        }
+      }
+    }
+  }
+  for (size_t b = 0; b < best.size(); ++b) {  // same order for both sums
+    clip.loss_before += unclipped[b];
+    clip.loss_after += best[b];
+  }
+  return clip;
+}
+
+void apply_awq_clip(engine::LinearWeight& w, const AwqClip& clip) {
+  if (clip.max_val.empty()) return;
+  if (clip.rows != w.out || clip.groups_per_row * clip.group_size != w.in)
+    usage("clip", "the clip bounds do not match the weight's shape");
+  for (int64_t o = 0; o < w.out; ++o)
+    for (int64_t k = 0; k < w.in; ++k) {
+      const float m = clip.max_val[static_cast<size_t>(o * clip.groups_per_row + k / clip.group_size)];
+      const size_t i = static_cast<size_t>(o * w.in + k);
+      if (w.type == engine::WeightType::kF32) w.f32[i] = std::clamp(w.f32[i], -m, m);
+      else w.bf16[i] = float_to_bf16(std::clamp(bf16_to_float(w.bf16[i]), -m, m));
+    }
+}
+
+bool awq_clip_applies(std::string_view module) {
+  const size_t dot = module.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);
+  return last != "q_proj" && last != "k_proj" && last != "qkv_proj";
+}
+
+}  // namespace qloom::quant
