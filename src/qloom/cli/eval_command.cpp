@@ -12,6 +12,7 @@
 
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
+#include "qloom/cli/model_spec.h"
 #include "qloom/eval/eval_report.h"
 #include "qloom/eval/run_eval.h"
 
@@ -52,6 +53,8 @@ void register_eval(CLI::App& app, CommandFn& run) {
   sub->callback([o, sub, &run] {
     run = [o, sub] {
       eval::EvalOptions opts = o->eval;
+      opts.model_dir = resolve_model_arg(opts.model_dir, io::HubFetch::kModel);
+      opts.source_dir = resolve_model_arg(opts.source_dir, io::HubFetch::kModel);
       if (sub->count("--limit") > 0) opts.limit = o->limit;
       opts.log = &std::cerr;
       opts.log_is_tty = ::isatty(STDERR_FILENO) == 1;

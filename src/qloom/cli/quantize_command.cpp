@@ -10,6 +10,7 @@
 
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
+#include "qloom/cli/model_spec.h"
 #include "qloom/core/format.h"
 #include "qloom/export/quantize_job.h"
 #include "qloom/quant/scheme_registry.h"
@@ -67,7 +68,7 @@ void register_quantize(CLI::App& app, CommandFn& run) {
   CLI::App* sub = app.add_subcommand(
       "quantize", "Quantize a HuggingFace model and export it as an AMD Quark hf_format checkpoint "
                   "(accepts quark-cli torch-llm-ptq / quantize_quark.py flags)");
-  sub->add_option(flag_names("model_dir"), *model_dir, "source model directory")->required();
+  sub->add_option(flag_names("model_dir"), *model_dir, "source model directory or hub id org/name[@revision]")->required();
   sub->add_option(flag_names("output_dir"), *output_dir, "where the quantized model is written")->required();
   sub->add_option(flag_names("quant_scheme"), o->quant_scheme, "one of: " + scheme_list())->required();
   sub->add_option(flag_names("kv_cache_dtype"), o->kv_cache_dtype, "KV cache quantization: fp8");
@@ -96,7 +97,7 @@ void register_quantize(CLI::App& app, CommandFn& run) {
   sub->callback([=, &run] {
     run = [=] {
       exporter::QuantizeOptions opts = *o;
-      opts.model_dir = *model_dir;
+      opts.model_dir = resolve_model_arg(*model_dir, io::HubFetch::kModel);
       opts.output_dir = *output_dir;
       const bool show = *progress == "on" || (*progress == "auto" && ::isatty(STDERR_FILENO));
       const auto summary = exporter::quantize_model(

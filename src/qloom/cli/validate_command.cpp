@@ -12,6 +12,7 @@
 
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
+#include "qloom/cli/model_spec.h"
 #include "qloom/core/error.h"
 #include "qloom/validate/numeric_check.h"
 #include "qloom/validate/report.h"
@@ -36,7 +37,7 @@ void register_validate(CLI::App& app, CommandFn& run) {
   CLI::App* sub = app.add_subcommand(
       "validate", "Check a Quark checkpoint against its source: tensor-name patterns, auxiliary "
                   "files, config.json, MD5 of unquantized tensors (report: validation_report.md)");
-  sub->add_option(flag_names("source"), o->source, "the source model directory");
+  sub->add_option(flag_names("source"), o->source, "the source model directory or hub id org/name[@revision]");
   sub->add_option(flag_names("quantized"), o->quantized, "the quantized model directory");
   sub->add_option(flag_names("report_dir"), o->report_dir,
                   "also write validation_report.md and validation_report.json here");
@@ -67,7 +68,8 @@ void register_validate(CLI::App& app, CommandFn& run) {
         validate::ValidateOptions vo;
         vo.threads = o->threads;
         if (!o->no_numeric) vo.numeric_step = validate::check_dequantized_weights;
-        report = validate::validate_checkpoint(o->source, o->quantized, vo);
+        report = validate::validate_checkpoint(resolve_model_arg(o->source, io::HubFetch::kModel),
+                                               o->quantized, vo);
       }
       if (!o->report_dir.empty()) validate::write_validation_report(report, o->report_dir);
       if (o->json)
