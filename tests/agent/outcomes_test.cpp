@@ -49,6 +49,17 @@ TEST(Outcomes, CatalogMatchesTheSeed) {
   EXPECT_EQ(find_outcome("nope"), nullptr);
 }
 
+TEST(Outcomes, HubFailuresByPhase) {
+  using F = io::HubFailure;
+  for (F f : {F::kRepoNotFound, F::kRevisionNotFound, F::kUnauthorized, F::kForbidden, F::kNetwork, F::kNotCached,
+              F::kFileNotFound, F::kChecksum, F::kBadResponse, F::kDiskSpace, F::kCacheWrite}) {
+    EXPECT_EQ(outcome_for_hub_failure(f, "intake").id, "model_path_unreachable") << io::hub_failure_name(f);
+    EXPECT_EQ(outcome_for_hub_failure(f, "exec").id, "exec_model_load_failed") << io::hub_failure_name(f);
+  }
+  EXPECT_EQ(outcome_for_hub_failure(F::kInterrupted, "exec").id, "unclassified_failure");
+  EXPECT_EQ(outcome_for_hub_failure(F::kInterrupted, "exec").cls, OutcomeClass::kRetry);
+}
+
 // A complete, successful workspace built with the real pipeline pieces.
 class Workspace : public ::testing::Test {
  protected:

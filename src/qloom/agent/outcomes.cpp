@@ -147,6 +147,15 @@ const char* outcome_class_name(OutcomeClass c) {
   return "?";
 }
 
+const OutcomeInfo& outcome_for_hub_failure(io::HubFailure failure, std::string_view phase) {
+  using F = io::HubFailure;
+  if (failure == F::kInterrupted) return *find_outcome("unclassified_failure");
+  // Every other failure means the source model could not be obtained intact:
+  // at intake the model path is unreachable; later the load failed.
+  const bool exec = phase == "exec" || phase == "export" || phase == "validate" || phase == "eval";
+  return *find_outcome(exec ? "exec_model_load_failed" : "model_path_unreachable");
+}
+
 Classification classify_workspace(const fs::path& ws, std::optional<double> caller_threshold) {
   std::string phase, text;
   if (read_text(ws / "last_phase.txt", text)) phase = trim(text);

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "qloom/io/hub_error.h"
+
 namespace qloom::agent {
 
 enum class OutcomeClass {
@@ -31,6 +33,16 @@ const std::vector<OutcomeInfo>& outcome_catalog();
 // By id ("exec_oom") or by "#3" / "3"; nullptr when unknown.
 const OutcomeInfo* find_outcome(std::string_view id_or_number);
 const char* outcome_class_name(OutcomeClass c);  // auto_recover | auto_fail | retry | decision
+
+// The outcome a Hugging Face Hub failure becomes in `phase` ("intake" reads
+// config.json only; "exec" downloads the weights). Unreachable, unknown,
+// private or gated repos and network/offline failures are
+// model_path_unreachable (#9) at intake; at exec a failure to obtain intact
+// weights (missing file, checksum mismatch, bad reply, disk full, cache not
+// writable) is exec_model_load_failed (#4). An interrupted transfer is
+// unclassified_failure (#30, retried): the partial blob is kept and the next
+// attempt resumes it.
+const OutcomeInfo& outcome_for_hub_failure(io::HubFailure failure, std::string_view phase);
 
 // What the classifier concluded from a workspace.
 struct Classification {
