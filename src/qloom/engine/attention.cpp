@@ -130,7 +130,7 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
 
 void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
                      const AttentionWeights& w, const Rope& rope, const float* h, int64_t T,
-                     int64_t pos0, KvCacheImpl& cache, float* out) {
+                     int64_t pos0, float* kc, float* vc, float* out) {
   const int64_t hd = s.head_dim, qn = s.heads * hd, kn = s.kv_heads * hd;
   std::vector<float> q(static_cast<size_t>(T * qn)), k(static_cast<size_t>(T * kn)),
       v(static_cast<size_t>(T * kn));
@@ -161,8 +161,6 @@ void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
       rope.apply(k.data() + t * kn, s.kv_heads, hd, cos.data() + t * half, sin.data() + t * half);
     }
   });
-  float* kc = cache.keys(layer);
-  float* vc = cache.values(layer);
   std::memcpy(kc + pos0 * kn, k.data(), sizeof(float) * T * kn);
   std::memcpy(vc + pos0 * kn, v.data(), sizeof(float) * T * kn);
   std::vector<float> ctx_out(static_cast<size_t>(T * qn));

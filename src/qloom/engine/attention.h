@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "qloom/engine/forward_context.h"
-#include "qloom/engine/kv_cache.h"
 #include "qloom/engine/layer_weights.h"
 #include "qloom/engine/rope.h"
 
@@ -33,10 +32,12 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
 void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
                 const float* v, float* out, ThreadPool& pool);
 
-// The whole attention sub-block: h [T, hidden] -> out [T, hidden]. Appends
-// this layer's K/V at positions [pos0, pos0 + T) of the cache.
+// The whole attention sub-block: h [T, hidden] -> out [T, hidden]. Writes
+// this layer's K/V at positions [pos0, pos0 + T) of `kc` / `vc` (this layer's
+// key / value buffers, row stride kv_heads*head_dim, holding positions
+// [0, pos0) already) and attends over [0, pos0 + T).
 void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
                      const AttentionWeights& w, const Rope& rope, const float* h, int64_t T,
-                     int64_t pos0, KvCacheImpl& cache, float* out);
+                     int64_t pos0, float* kc, float* vc, float* out);
 
 }  // namespace qloom::engine

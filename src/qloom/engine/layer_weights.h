@@ -38,6 +38,7 @@ struct LayerWeights {
   bool is_moe = false;
   MlpWeights mlp;
   MoeWeights moe;
+  size_t bytes() const;
 };
 
 struct ModelWeights {

@@ -1,20 +1,16 @@
 // Model::load and the decoder layer loop (embedding -> layers -> final norm ->
-// lm_head). The blocks live in attention.cpp, mlp.cpp, moe.cpp; tensor
+// lm_head). One layer is decoder_layer.cpp (shared with layer_runner.cpp);
+// the blocks live in attention.cpp, mlp.cpp, moe.cpp; tensor
 // naming and loading in weight_loader.cpp; per-model_type options in
 // architecture.cpp / model_config.cpp.
 #include <cmath>
 #include <cstring>
 
-#include "qloom/core/convert.h"
 #include "qloom/core/error.h"
-#include "qloom/engine/activations.h"
 #include "qloom/engine/architecture.h"
-#include "qloom/engine/attention.h"
+#include "qloom/engine/decoder_layer.h"
 #include "qloom/engine/kv_cache.h"
-#include "qloom/engine/mlp.h"
-#include "qloom/engine/moe.h"
 #include "qloom/engine/norms.h"
-#include "qloom/engine/rope.h"
 #include "qloom/engine/weight_loader.h"
 #include "qloom/io/model_dir.h"
 
@@ -25,11 +21,8 @@ class ModelImpl final : public Model {
  public:
   ModelImpl(ModelConfig config, const Architecture& arch, ModelWeights weights, unsigned threads,
             const std::string& label)
-      : config_(std::move(config)), arch_(arch), w_(std::move(weights)), pool_(threads) {
-    act_ = parse_activation(config_.hidden_act, label);
-    const int64_t rot = static_cast<int64_t>(static_cast<double>(config_.head_dim) * config_.partial_rotary_factor);
-    rope_global_ = Rope(config_.rope, rot);
-    rope_local_ = Rope(config_.rope_local, rot);
+      : config_(std::move(config)), w_(std::move(weights)), pool_(threads) {
+    setup_ = DecoderSetup::make(config_, arch, label);
   }
 
   const ModelConfig& config() const override { return config_; }
@@ -44,29 +37,11 @@ class ModelImpl final : public Model {
                              const ForwardHooks* hooks) override;
 
  private:
-  void embed(std::span<const int32_t> tokens, float* x);
-
   ModelConfig config_;
-  const Architecture& arch_;
   ModelWeights w_;
   ThreadPool pool_;
-  Activation act_ = Activation::kSilu;
-  Rope rope_global_, rope_local_;
+  DecoderSetup setup_;  // points into config_
 };
-
-void ModelImpl::embed(std::span<const int32_t> tokens, float* x) {
-  const int64_t D = config_.hidden_size;
-  const LinearWeight& e = w_.embed.w;
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const int64_t id = tokens[t];
-    float* row = x + static_cast<int64_t>(t) * D;
-    if (e.type == WeightType::kBF16) bf16_to_f32(e.bf16.data() + id * D, row, static_cast<size_t>(D));
-    else std::memcpy(row, e.f32.data() + id * D, sizeof(float) * D);
-    if (config_.embed_scale != 1.0f) {
-      for (int64_t i = 0; i < D; ++i) row[i] *= config_.embed_scale;
-    }
-  }
-}
 
 std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& cache_base,
                                       bool last_only, const ForwardHooks* hooks) {
@@ -84,18 +59,7 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
     msg += std::to_string(cache->capacity());
     throw_invalid("", "tokens", msg, "create the cache with a larger max_tokens");
   }
-  for (int64_t t = 0; t < T; ++t) {
-    if (tokens[static_cast<size_t>(t)] < 0 || tokens[static_cast<size_t>(t)] >= config_.vocab_size) {
-      std::string msg = "token id ";
-      msg += std::to_string(tokens[static_cast<size_t>(t)]);
-      msg += " at index ";
-      msg += std::to_string(t);
-      msg += " is outside the vocabulary [0, ";
-      msg += std::to_string(config_.vocab_size);
-      msg += ")";
-      throw_invalid("", "tokens", msg);
-    }
-  }
+  check_token_ids(config_, tokens);
   if (T == 0) return {};
 
   const int64_t D = config_.hidden_size;
@@ -103,35 +67,11 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
   ForwardContext ctx{pool_, hooks};
   std::vector<float> x(static_cast<size_t>(T * D)), h(static_cast<size_t>(T * D)),
       y(static_cast<size_t>(T * D));
-  embed(tokens, x.data());
-
-  AttentionShape shape;
-  shape.heads = config_.num_heads;
-  shape.kv_heads = config_.num_kv_heads;
-  shape.head_dim = config_.head_dim;
-  shape.scale = static_cast<float>(config_.attn_scale);
-  shape.softcap = static_cast<float>(config_.attn_logit_softcapping);
-  shape.norm_eps = eps;
-  const MoeShape moe_shape{config_.num_experts_per_tok, config_.norm_topk_prob};
+  embed_tokens(config_, w_.embed.w, tokens, x.data());
 
   for (int64_t li = 0; li < config_.num_layers; ++li) {
-    const LayerWeights& L = w_.layers[static_cast<size_t>(li)];
-    const int layer = static_cast<int>(li);
-    const bool sliding = config_.layer_sliding[static_cast<size_t>(li)] != 0;
-    shape.window = sliding ? config_.sliding_window : 0;
-
-    rms_norm(x.data(), h.data(), T, D, L.input_norm.data(), eps, &pool_);
-    attention_block(ctx, layer, shape, L.attn, sliding ? rope_local_ : rope_global_, h.data(), T, pos0,
-                    *cache, y.data());
-    if (arch_.sandwich_norms) rms_norm(y.data(), y.data(), T, D, L.post_attention_norm.data(), eps, &pool_);
-    for (int64_t i = 0; i < T * D; ++i) x[static_cast<size_t>(i)] += y[static_cast<size_t>(i)];
-
-    const float* ff_norm = arch_.sandwich_norms ? L.pre_ff_norm.data() : L.post_attention_norm.data();
-    rms_norm(x.data(), h.data(), T, D, ff_norm, eps, &pool_);
-    if (L.is_moe) moe_block(ctx, layer, moe_shape, L.moe, act_, h.data(), T, y.data());
-    else mlp_block(ctx, layer, L.mlp, act_, h.data(), T, y.data());
-    if (arch_.sandwich_norms) rms_norm(y.data(), y.data(), T, D, L.post_ff_norm.data(), eps, &pool_);
-    for (int64_t i = 0; i < T * D; ++i) x[static_cast<size_t>(i)] += y[static_cast<size_t>(i)];
+    run_decoder_layer(ctx, setup_, static_cast<int>(li), w_.layers[static_cast<size_t>(li)], x.data(), h.data(),
+                      y.data(), T, pos0, cache->keys(li), cache->values(li));
   }
   // Every layer has appended its K/V; the cache now holds pos0 + T positions.
   cache->set_size(pos0 + T);

@@ -156,51 +156,67 @@ MoeWeights load_moe(const Loader& L, const ModelConfig& c, const Architecture& a
 
 }  // namespace
 
-size_t ModelWeights::bytes() const {
-  size_t b = embed.w.bytes() + lm_head.w.bytes() + final_norm.size() * 4;
+size_t LayerWeights::bytes() const {
   auto mlp_bytes = [](const MlpWeights& m) {
     return m.gate.w.bytes() + m.up.w.bytes() + m.gate_up.w.bytes() + m.down.w.bytes();
   };
-  for (const LayerWeights& l : layers) {
-    b += 4 * (l.input_norm.size() + l.post_attention_norm.size() + l.pre_ff_norm.size() +
-              l.post_ff_norm.size() + l.attn.q_norm.size() + l.attn.k_norm.size());
-    b += l.attn.q.w.bytes() + l.attn.k.w.bytes() + l.attn.v.w.bytes() + l.attn.qkv.w.bytes() +
-         l.attn.o.w.bytes();
-    b += mlp_bytes(l.mlp) + l.moe.router.w.bytes() + l.moe.shared_gate.w.bytes() + mlp_bytes(l.moe.shared);
-    for (const MlpWeights& e : l.moe.experts) b += mlp_bytes(e);
-  }
+  size_t b = 4 * (input_norm.size() + post_attention_norm.size() + pre_ff_norm.size() + post_ff_norm.size() +
+                  attn.q_norm.size() + attn.k_norm.size());
+  b += attn.q.w.bytes() + attn.k.w.bytes() + attn.v.w.bytes() + attn.qkv.w.bytes() + attn.o.w.bytes();
+  b += mlp_bytes(mlp) + moe.router.w.bytes() + moe.shared_gate.w.bytes() + mlp_bytes(moe.shared);
+  for (const MlpWeights& e : moe.experts) b += mlp_bytes(e);
   return b;
+}
+
+size_t ModelWeights::bytes() const {
+  size_t b = embed.w.bytes() + lm_head.w.bytes() + final_norm.size() * 4;
+  for (const LayerWeights& l : layers) b += l.bytes();
+  return b;
+}
+
+NamedLinear load_embedding(const WeightSource& src, const ModelConfig& c, LoadOptions::Weights mode,
+                           const std::string& label) {
+  return Loader(src, mode, label).linear("model.embed_tokens", c.vocab_size, c.hidden_size, false);
+}
+
+LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+                                LoadOptions::Weights mode, const std::string& label, int64_t i) {
+  Loader L(src, mode, label);
+  const int64_t D = c.hidden_size;
+  const std::string p = layer_prefix(i);
+  LayerWeights l;
+  l.input_norm = L.norm(p + "input_layernorm.weight", D, a.gemma_norm);
+  l.post_attention_norm = L.norm(p + "post_attention_layernorm.weight", D, a.gemma_norm);
+  if (a.sandwich_norms) {
+    l.pre_ff_norm = L.norm(p + "pre_feedforward_layernorm.weight", D, a.gemma_norm);
+    l.post_ff_norm = L.norm(p + "post_feedforward_layernorm.weight", D, a.gemma_norm);
+  }
+  l.attn = load_attention(L, c, a, p);
+  l.is_moe = c.layer_moe[static_cast<size_t>(i)] != 0;
+  if (l.is_moe) {
+    l.moe = load_moe(L, c, a, p);
+  } else if (a.fused_gate_up) {
+    l.mlp.gate_up = L.linear(p + "mlp.gate_up_proj", 2 * c.intermediate_size, D, c.mlp_bias);
+    l.mlp.down = L.linear(p + "mlp.down_proj", D, c.intermediate_size, c.mlp_bias);
+  } else {
+    l.mlp = load_mlp(L, p + "mlp.", "gate_proj", "up_proj", "down_proj", D, c.intermediate_size, c.mlp_bias);
+  }
+  return l;
+}
+
+std::vector<float> load_final_norm(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+                                   const std::string& label) {
+  return Loader(src, LoadOptions::Weights::kF32, label).norm("model.norm.weight", c.hidden_size, a.gemma_norm);
 }
 
 ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
                           LoadOptions::Weights mode, const std::string& label) {
-  Loader L(src, mode, label);
   ModelWeights m;
-  const int64_t D = c.hidden_size;
-  m.embed = L.linear("model.embed_tokens", c.vocab_size, D, false);
-  m.layers.resize(static_cast<size_t>(c.num_layers));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = layer_prefix(i);
-    LayerWeights& l = m.layers[static_cast<size_t>(i)];
-    l.input_norm = L.norm(p + "input_layernorm.weight", D, a.gemma_norm);
-    l.post_attention_norm = L.norm(p + "post_attention_layernorm.weight", D, a.gemma_norm);
-    if (a.sandwich_norms) {
-      l.pre_ff_norm = L.norm(p + "pre_feedforward_layernorm.weight", D, a.gemma_norm);
-      l.post_ff_norm = L.norm(p + "post_feedforward_layernorm.weight", D, a.gemma_norm);
-    }
-    l.attn = load_attention(L, c, a, p);
-    l.is_moe = c.layer_moe[static_cast<size_t>(i)] != 0;
-    if (l.is_moe) {
-      l.moe = load_moe(L, c, a, p);
-    } else if (a.fused_gate_up) {
-      l.mlp.gate_up = L.linear(p + "mlp.gate_up_proj", 2 * c.intermediate_size, D, c.mlp_bias);
-      l.mlp.down = L.linear(p + "mlp.down_proj", D, c.intermediate_size, c.mlp_bias);
-    } else {
-      l.mlp = load_mlp(L, p + "mlp.", "gate_proj", "up_proj", "down_proj", D, c.intermediate_size, c.mlp_bias);
-    }
-  }
-  m.final_norm = L.norm("model.norm.weight", D, a.gemma_norm);
-  if (!c.tie_word_embeddings) m.lm_head = L.linear("lm_head", c.vocab_size, D, false);
+  m.embed = load_embedding(src, c, mode, label);
+  m.layers.reserve(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) m.layers.push_back(load_layer_weights(src, c, a, mode, label, i));
+  m.final_norm = load_final_norm(src, c, a, label);
+  if (!c.tie_word_embeddings) m.lm_head = Loader(src, mode, label).linear("lm_head", c.vocab_size, c.hidden_size, false);
   else m.lm_head.name = "lm_head";
   return m;
 }

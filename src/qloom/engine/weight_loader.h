@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "qloom/engine/architecture.h"
 #include "qloom/engine/layer_weights.h"
@@ -21,5 +22,14 @@ namespace qloom::engine {
 
 ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
                           LoadOptions::Weights mode, const std::string& label);
+
+// The parts load_weights is made of, for loading one decoder layer at a time
+// (layer_runner.h): the token embedding, decoder layer `i`, the final norm.
+NamedLinear load_embedding(const WeightSource& src, const ModelConfig& c, LoadOptions::Weights mode,
+                           const std::string& label);
+LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+                                LoadOptions::Weights mode, const std::string& label, int64_t i);
+std::vector<float> load_final_norm(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+                                   const std::string& label);
 
 }  // namespace qloom::engine

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "qloom/core/convert.h"
@@ -15,7 +18,10 @@
 #include "qloom/io/model_dir.h"
 #include "qloom/model/decoder_layout.h"
 #include "qloom/engine/model.h"
+#include "qloom/engine/weight_source.h"
 #include "qloom/quant/activation_observer.h"
+#include "qloom/quant/algorithm_registry.h"
+#include "qloom/quant/pipeline.h"
 #include "qloom/quant/calib_data.h"
 #include "qloom/quant/layer_selection.h"
 #include "qloom/quant/quantize_fast.h"
@@ -47,10 +53,6 @@ void check_supported(const QuantizeOptions& o) {
   if (o.model_export != "hf_format")
     throw Error(ErrorKind::kUnsupported, "", "--model_export", "only hf_format is written; got '" + o.model_export + "'",
                 "pass --model_export hf_format");
-  if (!o.quant_algo.empty())
-    throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
-                "'" + o.quant_algo + "' needs layer-by-layer calibration, which qloom does not run yet",
-                "omit --quant_algo for round-to-nearest quantization");
   if (!o.kv_cache_dtype.empty()) (void)quant::kv_cache_spec(o.kv_cache_dtype);  // kUsage for unknown dtypes
 }
 
@@ -61,38 +63,17 @@ std::string parent_module(const std::string& module) {
   return dot == std::string::npos ? std::string() : module.substr(0, dot);
 }
 
-// Static scales of every planned activation tensor, from calibration.
-std::map<std::pair<std::string, ActivationRole>, float> calibrate_static_scales(
-    const QuantizeOptions& o, const std::vector<PlannedTensor>& plan, DType model_dtype, QuantizeSummary& sum,
-    const CalibrationProgressFn& calib_progress) {
-  std::set<std::string> inputs, outputs;
-  for (const auto& p : plan) {
-    if (p.kind != PlannedKind::kActivation) continue;
-    (p.role == ActivationRole::kInput ? inputs : outputs).insert(p.module);
-  }
-  std::map<std::pair<std::string, ActivationRole>, float> scales;
-  if (inputs.empty() && outputs.empty()) return scales;
+using ScaleMap = std::map<std::pair<std::string, ActivationRole>, float>;
 
-  quant::CalibrationRequest req;
-  req.dataset = o.dataset;
-  req.num_samples = o.num_calib_data;
-  req.seq_len = o.seq_len;
-  const quant::CalibrationData data = quant::load_calibration_data(o.model_dir, req);
-  for (const auto& n : data.notes) sum.warnings.push_back("calibration: " + n);
-  engine::LoadOptions lo;
-  lo.threads = o.threads;
-  const auto model = engine::Model::load(o.model_dir, lo);
-  const quant::AmaxObservation obs = quant::observe_activation_amax(*model, data, inputs, outputs, calib_progress);
-  sum.calibrated = true;
-  sum.calib_source = data.source;
-  sum.calib_samples = obs.samples;
-  sum.calib_tokens = obs.tokens;
-  sum.calib_seconds = obs.seconds;
-
-  // A module no calibration token reached (an MoE expert nobody routed to)
-  // takes the largest amax seen by modules of the same kind in its layer,
-  // else over the model, with a warning.
-  auto amax_of = [&](const std::map<std::string, float>& table, const std::string& module, uint64_t& fallbacks) {
+// The static scales of the activation entries of `plan` from observed amax.
+// A module no calibration token reached (an MoE expert nobody routed to)
+// takes the largest amax seen by modules of the same kind in its layer,
+// else the largest in `table` (counted in `fallbacks`).
+// KV cache: per attention block, k and v share max(k, v, min_kv_scale).
+ScaleMap scales_from_amax(const QuantizeOptions& o, const std::vector<PlannedTensor>& plan,
+                          const std::map<std::string, float>& input_amax,
+                          const std::map<std::string, float>& output_amax, DType model_dtype, uint64_t& fallbacks) {
+  auto amax_of = [&](const std::map<std::string, float>& table, const std::string& module) {
     if (auto it = table.find(module); it != table.end()) return it->second;
     ++fallbacks;
     const std::string leaf = module.substr(module.rfind('.') + 1);
@@ -107,38 +88,91 @@ std::map<std::pair<std::string, ActivationRole>, float> calibrate_static_scales(
     }
     return same_layer >= 0.0f ? same_layer : anywhere;
   };
-  uint64_t fallbacks = 0;
+  ScaleMap scales;
   std::map<std::string, quant::QuantSpec> out_specs;
   for (const auto& p : plan) {
     if (p.kind != PlannedKind::kActivation) continue;
     const DType sdt = quant::quark_scale_dtype(p.spec, model_dtype);
     if (p.role == ActivationRole::kInput) {
-      const float amax = amax_of(obs.input_amax, p.module, fallbacks);
-      scales[{p.module, p.role}] = quant::static_scale_from_amax(amax, p.spec, sdt, model_dtype);
+      scales[{p.module, p.role}] =
+          quant::static_scale_from_amax(amax_of(input_amax, p.module), p.spec, sdt, model_dtype);
     } else {
       out_specs[p.module] = p.spec;
     }
   }
-  // KV cache: per attention block, k and v share max(k, v, min_kv_scale).
   std::map<std::string, float> block_scale;
   for (const auto& [module, spec] : out_specs) {
     const DType sdt = quant::quark_scale_dtype(spec, model_dtype);
-    const float s = quant::static_scale_from_amax(amax_of(obs.output_amax, module, fallbacks), spec, sdt, model_dtype);
+    const float s = quant::static_scale_from_amax(amax_of(output_amax, module), spec, sdt, model_dtype);
     auto [it, inserted] = block_scale.emplace(parent_module(module), s);
     if (!inserted) it->second = std::max(it->second, s);
   }
   for (const auto& [module, spec] : out_specs) {
     const DType sdt = quant::quark_scale_dtype(spec, model_dtype);
     const float s = block_scale[parent_module(module)];
-    scales[{module, ActivationRole::kOutput}] =
-        quant::kv_group_scale(s, s, static_cast<float>(o.min_kv_scale), sdt);
+    scales[{module, ActivationRole::kOutput}] = quant::kv_group_scale(s, s, static_cast<float>(o.min_kv_scale), sdt);
   }
+  return scales;
+}
+
+void warn_scale_fallbacks(uint64_t fallbacks, QuantizeSummary& sum) {
   if (fallbacks)
     sum.warnings.push_back(std::to_string(fallbacks) +
                            " activation scale(s) had no calibration tokens (e.g. MoE experts never routed to) and "
                            "took the largest amax of the same projection in their layer");
+}
+
+quant::CalibrationData load_calibration(const QuantizeOptions& o, QuantizeSummary& sum) {
+  quant::CalibrationRequest req;
+  req.dataset = o.dataset;
+  req.num_samples = o.num_calib_data;
+  req.seq_len = o.seq_len;
+  quant::CalibrationData data = quant::load_calibration_data(o.model_dir, req);
+  for (const auto& n : data.notes) sum.warnings.push_back("calibration: " + n);
+  return data;
+}
+
+// Static scales of every planned activation tensor, from calibration of the
+// whole (unquantized) model — the path without --quant_algo.
+ScaleMap calibrate_static_scales(const QuantizeOptions& o, const std::vector<PlannedTensor>& plan, DType model_dtype,
+                                 QuantizeSummary& sum, const CalibrationProgressFn& calib_progress) {
+  std::set<std::string> inputs, outputs;
+  for (const auto& p : plan) {
+    if (p.kind != PlannedKind::kActivation) continue;
+    (p.role == ActivationRole::kInput ? inputs : outputs).insert(p.module);
+  }
+  if (inputs.empty() && outputs.empty()) return {};
+  const quant::CalibrationData data = load_calibration(o, sum);
+  engine::LoadOptions lo;
+  lo.threads = o.threads;
+  const auto model = engine::Model::load(o.model_dir, lo);
+  const quant::AmaxObservation obs = quant::observe_activation_amax(*model, data, inputs, outputs, calib_progress);
+  sum.calibrated = true;
+  sum.calib_source = data.source;
+  sum.calib_samples = obs.samples;
+  sum.calib_tokens = obs.tokens;
+  sum.calib_seconds = obs.seconds;
+  uint64_t fallbacks = 0;
+  ScaleMap scales = scales_from_amax(o, plan, obs.input_amax, obs.output_amax, model_dtype, fallbacks);
+  warn_scale_fallbacks(fallbacks, sum);
   return scales;
 }
+
+// Decoder layer of a tensor or module name ("model.layers.3.mlp..." -> 3);
+// the embedding sorts before layer 0, everything else after the last layer.
+int64_t layer_key(const std::string& name) {
+  if (name.rfind("model.embed_tokens", 0) == 0) return -1;
+  const size_t at = name.find(".layers.");
+  if (at == std::string::npos) return INT64_MAX;
+  const size_t b = at + 8, e = name.find('.', b);
+  try {
+    return std::stoll(name.substr(b, e == std::string::npos ? std::string::npos : e - b));
+  } catch (const std::exception&) {
+    return INT64_MAX;
+  }
+}
+
+int64_t layer_key(const PlannedTensor& p) { return layer_key(p.kind == PlannedKind::kCopy ? p.name : p.module); }
 
 // Quark's quantizable modules in the model's module order (embeddings, each
 // layer's linears, lm_head — also when tied), for the families whose layout
@@ -182,6 +216,12 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   req.exclude_layers = o.exclude_layers;
   const quant::Selection sel = quant::select_layers(linears, req);
   check_supported(o);
+  // --quant_algo: the stages of the layer-by-layer pipeline (unknown or
+  // unimplemented names fail here, before anything is written).
+  std::vector<std::unique_ptr<quant::AlgorithmStage>> stages;
+  if (!o.quant_algo.empty())
+    for (const auto& name : quant::split_quant_algo(o.quant_algo))
+      stages.push_back(quant::make_algorithm_stage(name, nullptr, src.model_type()));
   sum.warnings = sel.warnings;
   sum.exclude = sel.exclude;
 
@@ -295,9 +335,76 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       throw Error(ErrorKind::kUnsupported, o.model_dir.string(), "--kv_cache_dtype",
                   "no linear of this model matches the KV-cache layer patterns", "omit --kv_cache_dtype");
   }
-  ex.plan(plan_quark_export(w, planned_modules));
-  const std::map<std::pair<std::string, ActivationRole>, float> static_scales =
-      calibrate_static_scales(o, ex.planned(), model_dtype, sum, calib_progress);
+  std::vector<PlannedTensor> plan = plan_quark_export(w, planned_modules);
+  const bool pipelined = !stages.empty();
+  // The pipeline produces layer after layer: write in that order.
+  if (pipelined)
+    std::stable_sort(plan.begin(), plan.end(),
+                     [](const PlannedTensor& a, const PlannedTensor& b) { return layer_key(a) < layer_key(b); });
+  ex.plan(std::move(plan));
+  ScaleMap static_scales;
+  if (!pipelined) static_scales = calibrate_static_scales(o, ex.planned(), model_dtype, sum, calib_progress);
+
+  // --quant_algo: layer-by-layer calibration; layer L runs when its first
+  // tensor is due, and its static scales come from the same pass.
+  std::unique_ptr<engine::WeightSource> pipe_source;
+  std::unique_ptr<quant::CalibrationPipeline> pipe;
+  std::optional<quant::LayerResult> layer_out;
+  uint64_t scale_fallbacks = 0;
+  if (pipelined) {
+    quant::PipelineRequest pr;
+    pr.model_dir = o.model_dir;
+    pipe_source = engine::plain_weight_source(src);
+    pr.weights = pipe_source.get();
+    for (const auto& p : ex.planned()) {
+      if (p.kind == PlannedKind::kQuantizedWeight && layer_key(p) >= 0 && layer_key(p) != INT64_MAX)
+        pr.weight_specs[p.module] = p.spec;
+      if (p.kind == PlannedKind::kActivation)
+        (p.role == ActivationRole::kInput ? pr.observe_inputs : pr.observe_outputs).insert(p.module);
+    }
+    pr.model_dtype = model_dtype;
+    pr.threads = o.threads;
+    const quant::CalibrationData data = load_calibration(o, sum);
+    sum.calib_source = data.source;
+    pipe = std::make_unique<quant::CalibrationPipeline>(std::move(pr), data, std::move(stages), calib_progress);
+  }
+  auto layer_entries = [&](int64_t layer) {
+    std::vector<PlannedTensor> v;
+    for (const auto& p : ex.planned())
+      if (p.kind == PlannedKind::kActivation && layer_key(p) == layer) v.push_back(p);
+    return v;
+  };
+  auto run_until = [&](int64_t layer) {  // runs the pipeline through `layer` (INT64_MAX: to the end)
+    while (pipe && pipe->next_layer() < pipe->num_layers() && (!layer_out || layer_out->layer < layer)) {
+      layer_out = pipe->run_layer(pipe->next_layer());
+      const ScaleMap s = scales_from_amax(o, layer_entries(layer_out->layer), layer_out->input_amax,
+                                          layer_out->output_amax, model_dtype, scale_fallbacks);
+      static_scales.insert(s.begin(), s.end());
+    }
+    if (pipe && layer == INT64_MAX && pipe->next_layer() == pipe->num_layers()) {
+      const auto head_amax = pipe->finish();
+      const ScaleMap s = scales_from_amax(o, layer_entries(INT64_MAX), head_amax, {}, model_dtype, scale_fallbacks);
+      static_scales.insert(s.begin(), s.end());
+      layer_out.reset();
+      const quant::PipelineSummary& ps = pipe->summary();
+      sum.calibrated = true;
+      sum.calib_samples = ps.samples;
+      sum.calib_tokens = ps.tokens;
+      sum.calib_seconds = ps.seconds;
+      sum.algo_linears = ps.algo_linears;
+      sum.algo_fallbacks = ps.algo_fallbacks;
+      sum.rtn_linears = ps.rtn_linears;
+      sum.unrouted_experts = ps.unrouted_experts;
+      sum.layer_seconds = ps.layer_seconds;
+      sum.calib_activation_bytes = ps.activation_bytes;
+      sum.warnings.insert(sum.warnings.end(), ps.warnings.begin(), ps.warnings.end());
+      warn_scale_fallbacks(scale_fallbacks, sum);
+      nlohmann::ordered_json algos = nlohmann::ordered_json::array();
+      for (const auto& st : pipe->stages()) algos.push_back(st->algo_config());
+      ci.algo_config = algos;
+      pipe.reset();
+    }
+  };
 
   // Progress: weight bytes processed so far drive the ETA.
   uint64_t total_bytes = 0, done_bytes = 0;
@@ -310,6 +417,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   for (const PlannedTensor& p : ex.planned()) {
     ++index;
     const auto t0 = Clock::now();
+    if (pipe && layer_key(p) >= 0) run_until(layer_key(p));
     TensorProgress tp;
     tp.index = index;
     tp.total = n_planned;
@@ -329,13 +437,18 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       const std::string name = p.module + ".weight";
       const io::TensorView v = w.view(name);
       const uint64_t rows = p.weight_shape[0], cols = p.weight_shape[1];
-      f32.resize(rows * cols);
-      to_f32(v.dtype(), v.data.data(), f32.data(), f32.size());
       const quant::QuantSpec& ws = p.spec;
       const DType scale_dtype = quant::quark_scale_dtype(ws, model_dtype);
-      const quant::QuantizedTensor qt =
-          quant::quantize_weight(f32.data(), rows, cols, ws, scale_dtype, name, model_dtype, o.threads);
-      ex.write_quantized(p.module, qt);
+      if (layer_out && layer_out->weights.count(p.module)) {  // from the pipeline (GPTQ or RTN)
+        ex.write_quantized(p.module, layer_out->weights.at(p.module));
+        layer_out->weights.erase(p.module);
+      } else {
+        f32.resize(rows * cols);
+        to_f32(v.dtype(), v.data.data(), f32.data(), f32.size());
+        const quant::QuantizedTensor qt =
+            quant::quantize_weight(f32.data(), rows, cols, ws, scale_dtype, name, model_dtype, o.threads);
+        ex.write_quantized(p.module, qt);
+      }
       w.release(name);
       uint64_t out_bytes = 0;
       for (const auto& s : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype, order)) out_bytes += s.nbytes();
@@ -366,7 +479,12 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
     if (progress) progress(tp);
   }
 
-  ex.finish(qc);
+  if (pipelined) {
+    run_until(INT64_MAX);  // (normally done by the post-layer tensors)
+    ex.finish(build_quantization_config(ci));  // now with algo_config
+  } else {
+    ex.finish(qc);
+  }
 
   sum.tensors_out = ex.output_specs().size();
   // Bits per quantized weight: everything written for quantized modules

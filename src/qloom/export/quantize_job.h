@@ -20,7 +20,11 @@ struct QuantizeOptions {
   std::string kv_cache_dtype;  // "" or "fp8"
   std::vector<std::pair<std::string, std::string>> layer_quant_scheme;
   std::vector<std::string> exclude_layers;
-  std::string quant_algo;  // "" = RTN; gptq/awq/smoothquant arrive with the calibration pipeline
+  // "" = RTN. Otherwise Quark's --quant_algo names, comma-separated, run as
+  // stages of the layer-by-layer calibration pipeline (quant/pipeline.h):
+  // "gptq" (quant/gptq_stage.h, Quark's per-model defaults); names without
+  // a stage yet are refused (kUnsupported).
+  std::string quant_algo;
   // Calibration data (quant/calib_data.h): "" = the bundled sample; Quark's
   // names (pileval, ...) use a local copy when present, else the bundled one.
   std::string dataset;
@@ -64,6 +68,13 @@ struct QuantizeSummary {
   uint64_t calib_samples = 0, calib_tokens = 0;
   double calib_seconds = 0;
   uint64_t static_scales = 0;  // input_scale / output_scale tensors written
+  // --quant_algo (layer-by-layer pipeline) only:
+  uint64_t algo_linears = 0;      // quantized by the algorithm (e.g. GPTQ)
+  uint64_t algo_fallbacks = 0;    // the algorithm fell back to RTN (Cholesky failure)
+  uint64_t rtn_linears = 0;       // decoder-layer linears quantized by RTN in the pipeline
+  uint64_t unrouted_experts = 0;  // MoE expert linears without calibration tokens (RTN, warned)
+  uint64_t calib_activation_bytes = 0;  // layer inputs held (fp32)
+  std::vector<double> layer_seconds;    // wall time per decoder layer
 };
 
 using ProgressFn = std::function<void(const TensorProgress&)>;
@@ -72,6 +83,12 @@ using CalibrationProgressFn = std::function<void(size_t, size_t, double)>;
 
 // Throws qloom::Error on bad options or input; on any failure the output dir
 // does not exist afterwards.
+// With --quant_algo the model is never loaded whole: the calibration
+// pipeline runs decoder layer after layer, the tensors are written in layer
+// order (embedding, layer 0, 1, ..., then the rest), static activation / KV
+// scales come from the same pass (observed on the quantized layers),
+// calib_progress reports layers instead of samples, and quantization_config
+// gets Quark's algo_config.
 // Schemes with static activation scales (fp8, int8) and --kv_cache_dtype fp8
 // first run calibration: the source model (engine, unquantized weights) over
 // the calibration samples, a running max |x| per linear input / KV output,

@@ -37,12 +37,14 @@ AmaxObservation observe_activation_amax(engine::Model& model, const CalibrationD
     hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
       if (output_modules.count(s.module)) record(obs.output_amax, s.module, abs_max(y, rows * cols));
     };
+  const bool lm_head_observed = input_modules.count("lm_head") > 0 || output_modules.count("lm_head") > 0;
   size_t longest = 0;
   for (const auto& s : data.samples) longest = std::max(longest, s.size());
   auto cache = model.new_cache(static_cast<int64_t>(longest));
   for (size_t i = 0; i < data.samples.size(); ++i) {
     cache->clear();
-    (void)model.forward(data.samples[i], *cache, /*last_only=*/true, &hooks);
+    // lm_head sees every position only when all logits are computed.
+    (void)model.forward(data.samples[i], *cache, /*last_only=*/!lm_head_observed, &hooks);
     ++obs.samples;
     obs.tokens += data.samples[i].size();
     if (progress)

@@ -1,0 +1,60 @@
+#include "qloom/quant/algorithm_registry.h"
+
+#include <algorithm>
+
+#include "qloom/core/error.h"
+#include "qloom/quant/gptq_stage.h"
+
+namespace qloom::quant {
+namespace {
+
+// Quark's algorithm names (quark/torch/quantization/config/algo_configs.py,
+// ALGORITHM_CONFIG_MAPS, amd-quark 0.13).
+const std::vector<std::string>& quark_algorithms() {
+  static const std::vector<std::string> names = {"awq",         "gptq",           "gptaq",   "qronos",
+                                                 "smoothquant", "autosmoothquant", "rotation"};
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> implemented_algorithms() { return {"gptq"}; }
+
+std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
+                                                     const std::string& /*model_type*/) {
+  if (name == "gptq") return make_gptq_stage(GptqConfig::from_json(config));
+  const auto& known = quark_algorithms();
+  if (std::find(known.begin(), known.end(), name) != known.end())
+    throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
+                "'" + name + "' is not implemented in qloom yet (implemented: gptq)",
+                "use --quant_algo gptq, or omit --quant_algo for round-to-nearest");
+  std::string list;
+  for (const auto& k : known) {
+    if (!list.empty()) list += ", ";
+    list += k;
+  }
+  throw Error(ErrorKind::kUsage, "", "--quant_algo", "unknown algorithm '" + name + "'", "Quark's algorithms: " + list);
+}
+
+std::vector<std::string> split_quant_algo(const std::string& quant_algo) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= quant_algo.size()) {
+    const size_t comma = quant_algo.find(',', start);
+    const size_t end = comma == std::string::npos ? quant_algo.size() : comma;
+    std::string item = quant_algo.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty())
+      throw Error(ErrorKind::kUsage, "", "--quant_algo", "empty algorithm name in '" + quant_algo + "'",
+                  "pass names separated by commas, e.g. gptq");
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw Error(ErrorKind::kUsage, "", "--quant_algo", "algorithm '" + item + "' is given twice", "");
+    out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace qloom::quant

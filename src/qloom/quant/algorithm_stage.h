@@ -1,0 +1,87 @@
+// AlgorithmStage: one calibrated algorithm (GPTQ now; AWQ, SmoothQuant
+// later) as a stage of the layer-by-layer calibration pipeline
+// (pipeline.h). Lifecycle, driven by the pipeline:
+//
+//   start(config)             once, before layer 0
+//   process_layer(session)    for every decoder layer 0..N-1 in turn, in the
+//                             order the stages were given (smoothquant, then
+//                             gptq): the layer is loaded with float weights
+//                             (as left by the previous stages), the session
+//                             runs the calibration samples through it
+//   finish(summary)           once, after the last layer
+//
+// A stage may rewrite the layer's float weights (folding scales: AWQ,
+// SmoothQuant) and/or claim the quantization of linears
+// (LayerSession::set_quantized: GPTQ). Linears no stage claimed are
+// quantized by round-to-nearest after the last stage. Configuration is
+// strict: a stage is built from Quark's algo_config dict (make_algorithm_stage
+// in algorithm_registry.h), unknown keys are errors, and algo_config()
+// gives back the dict Quark writes into quantization_config.algo_config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qloom/core/dtype.h"
+#include "qloom/core/thread_pool.h"
+#include "qloom/engine/layer_runner.h"
+#include "qloom/quant/quant_spec.h"
+#include "qloom/quant/quantized_tensor.h"
+
+namespace qloom::quant {
+
+// What the pipeline reports (also filled in by stages).
+struct PipelineSummary {
+  uint64_t layers = 0, samples = 0, tokens = 0;
+  uint64_t activation_bytes = 0;          // held layer inputs (fp32)
+  uint64_t algo_linears = 0;              // quantized by a stage (e.g. GPTQ)
+  uint64_t rtn_linears = 0;               // quantized by round-to-nearest
+  uint64_t algo_fallbacks = 0;            // a stage fell back to RTN (e.g. Cholesky failure)
+  uint64_t unrouted_experts = 0;          // MoE expert linears with no calibration token (RTN)
+  std::vector<double> layer_seconds;      // wall time per decoder layer
+  std::vector<std::string> warnings;
+  double seconds = 0;
+};
+
+// A linear of the current layer that is to be quantized.
+struct QuantTarget {
+  engine::LayerLinear linear;
+  QuantSpec spec;       // its weight spec
+  DType scale_dtype;    // quark_scale_dtype(spec, model_dtype)
+};
+
+class LayerSession {
+ public:
+  virtual ~LayerSession() = default;
+  virtual int64_t layer() const = 0;
+  virtual engine::LayerRunner& runner() = 0;  // the loaded layer
+  virtual ThreadPool& pool() = 0;
+  virtual DType model_dtype() const = 0;
+  // Runs every calibration sample's input to this layer through the layer's
+  // current weights with `hooks`; the inputs are not changed.
+  virtual void run(const engine::ForwardHooks& hooks, engine::LayerPart part = engine::LayerPart::kFull) = 0;
+  // Targets not quantized yet, in forward order.
+  virtual std::vector<QuantTarget> pending() const = 0;
+  // Records module's quantized weight and puts `dequantized` ([out, in],
+  // F32) in its place, so later passes see the quantized layer. kUsage for
+  // a module that is not pending.
+  virtual void set_quantized(const std::string& module, QuantizedTensor qt, std::vector<float> dequantized) = 0;
+  virtual PipelineSummary& summary() = 0;
+  virtual void warn(const std::string& message) = 0;
+};
+
+class AlgorithmStage {
+ public:
+  virtual ~AlgorithmStage() = default;
+  virtual std::string name() const = 0;
+  // The dict Quark writes for this algorithm (keys in Quark's order).
+  virtual nlohmann::ordered_json algo_config() const = 0;
+  virtual void start(const engine::ModelConfig& /*config*/) {}
+  virtual void process_layer(LayerSession& session) = 0;
+  virtual void finish(PipelineSummary& /*summary*/) {}
+};
+
+}  // namespace qloom::quant

@@ -1,0 +1,366 @@
+#include "qloom/quant/gptq.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "qloom/core/error.h"
+#include "qloom/core/float_codec.h"
+#include "qloom/quant/quantize_fast.h"
+#include "qloom/quant/quantize_ref.h"
+
+// LAPACK as OpenBLAS exports it (its own C implementations; int = blasint
+// without INTERFACE64).
+extern "C" {
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void dtrtri_(const char* uplo, const char* diag, const int* n, double* a, const int* lda, int* info);
+}
+
+namespace qloom::quant {
+namespace {
+
+using detail::GroupParams;
+using detail::Kind;
+using detail::Plan;
+
+// OpenBLAS runs single-threaded in qloom (the engine parallelizes around
+// it); the O(n^3) factorizations use the pool's size for their duration.
+class BlasThreads {
+ public:
+  explicit BlasThreads(unsigned n) { openblas_set_num_threads(static_cast<int>(std::max(1u, n))); }
+  ~BlasThreads() { openblas_set_num_threads(1); }
+};
+
+GroupParams params_of(const Plan& p, const float* x, uint64_t len, std::string_view name) {
+  float mn = x[0], mx = x[0], amax = 0.0f;
+  for (uint64_t i = 0; i < len; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  switch (p.kind) {
+    case Kind::kInt: return detail::int_params(p, mn, mx, name);
+    case Kind::kFp8: return detail::fp8_params(p, amax, name);
+    case Kind::kMx: break;
+  }
+  return detail::mx_params(amax);
+}
+
+// Encodes x and returns the code; *q = what the code dequantizes to
+// (exactly dequantize_ref's arithmetic).
+uint8_t quantize_one(const Plan& p, const GroupParams& g, float x, float* q) {
+  switch (p.kind) {
+    case Kind::kInt: {
+      const uint8_t c = detail::encode_int(p, g, x);
+      const int v = p.is_signed ? static_cast<int>(static_cast<int8_t>(c)) : static_cast<int>(c);
+      *q = static_cast<float>(v - (p.symmetric ? 0 : g.zp)) * g.scale;
+      return c;
+    }
+    case Kind::kFp8: {
+      const uint8_t c = detail::encode_fp8(p, g, x);
+      *q = fp8_e4m3_to_float(c) * g.scale;
+      return c;
+    }
+    case Kind::kMx: break;
+  }
+  const uint8_t c = detail::encode_mx(g, x);
+  *q = fp4_e2m1_to_float(c) * g.scale;
+  return c;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Hessian
+
+HessianAccumulator::HessianAccumulator(int64_t cols) : cols_(cols), sum_(static_cast<size_t>(cols * cols), 0.0) {}
+
+void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool* pool) {
+  if (rows <= 0) return;
+  const int64_t n = cols_;
+  xd_.resize(static_cast<size_t>(rows * n));
+  for (int64_t i = 0; i < rows * n; ++i) xd_[static_cast<size_t>(i)] = x[i];
+  // Column tiles of the upper triangle: sum[0:j1, j0:j1] += Xᵀ[0:j1] X[:, j0:j1].
+  constexpr int64_t kTile = 256;
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t j0 = t * kTile, j1 = std::min(n, j0 + kTile);
+      cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(j1), static_cast<int>(j1 - j0),
+                  static_cast<int>(rows), 1.0, xd_.data(), static_cast<int>(n), xd_.data() + j0,
+                  static_cast<int>(n), 1.0, sum_.data() + j0, static_cast<int>(n));
+    }
+  };
+  // Later tiles cost more (j1 rows): interleave them across threads.
+  if (pool && pool->size() > 1 && tiles > 1) {
+    const int64_t P = pool->size();
+    pool->parallel_for(P, [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w)
+        for (int64_t t = w; t < tiles; t += P) body(t, t + 1);
+    });
+  } else {
+    body(0, tiles);
+  }
+  n_ += static_cast<uint64_t>(rows);
+}
+
+std::vector<double> HessianAccumulator::take_hessian() {
+  const int64_t n = cols_;
+  std::vector<double> h;
+  h.swap(sum_);
+  h.resize(static_cast<size_t>(n * n), 0.0);
+  const double f = n_ ? 2.0 / static_cast<double>(n_) : 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j) {
+      const double v = f * h[static_cast<size_t>(i * n + j)];
+      h[static_cast<size_t>(i * n + j)] = v;
+      h[static_cast<size_t>(j * n + i)] = v;
+    }
+  n_ = 0;
+  sum_.assign(static_cast<size_t>(n * n), 0.0);
+  return h;
+}
+
+std::vector<double> HessianAccumulator::hessian() const {
+  const int64_t n = cols_;
+  std::vector<double> h(static_cast<size_t>(n * n), 0.0);
+  if (n_ == 0) return h;
+  const double f = 2.0 / static_cast<double>(n_);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j) {
+      const double v = f * sum_[static_cast<size_t>(i * n + j)];
+      h[static_cast<size_t>(i * n + j)] = v;
+      h[static_cast<size_t>(j * n + i)] = v;
+    }
+  return h;
+}
+
+// ---------------------------------------------------------- Cholesky inverse
+
+bool detail::cholesky_inverse_upper(std::vector<double>& A, int64_t n, double damp, std::vector<float>& U,
+                                    bool* retry) {
+  if (retry) *retry = true;
+  // With P the reversal permutation, P (H) P = L Lᵀ gives H = R Rᵀ with
+  // R = P L P upper, so H^-1 = (R^-1)ᵀ R^-1: U = R^-1 (upper, positive
+  // diagonal: the unique Cholesky factor torch.linalg.cholesky(upper=True)
+  // returns). Reversing the flat array applies P on both sides, and turns
+  // the column-major L into the column-major R.
+  std::vector<double> diag(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    diag[static_cast<size_t>(i)] = A[static_cast<size_t>(i * n + i)];
+    A[static_cast<size_t>(i * n + i)] += damp;
+  }
+  std::reverse(A.begin(), A.end());
+  const int nn = static_cast<int>(n);
+  int info = 0;
+  dpotrf_("L", &nn, A.data(), &nn, &info);
+  if (info != 0) {
+    // dpotrf wrote only the lower triangle: restore it from the upper one.
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = j + 1; i < n; ++i) A[static_cast<size_t>(i + j * n)] = A[static_cast<size_t>(j + i * n)];
+    std::reverse(A.begin(), A.end());
+    for (int64_t i = 0; i < n; ++i) A[static_cast<size_t>(i * n + i)] = diag[static_cast<size_t>(i)];
+    return false;
+  }
+  if (retry) *retry = false;
+  std::reverse(A.begin(), A.end());
+  dtrtri_("U", "N", &nn, A.data(), &nn, &info);
+  if (info != 0) return false;
+  U.assign(static_cast<size_t>(n * n), 0.0f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i <= j; ++i) {  // column-major (i, j) -> row-major
+      const double v = A[static_cast<size_t>(i + j * n)];
+      if (!std::isfinite(v)) return false;
+      U[static_cast<size_t>(i * n + j)] = static_cast<float>(v);
+    }
+  std::vector<double>().swap(A);
+  return true;
+}
+
+// ------------------------------------------------------------------- GPTQ
+
+GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vector<double> H, const QuantSpec& spec,
+                         DType scale_dtype, std::string_view tensor_name, DType model_dtype,
+                         const GptqOptions& opt, ThreadPool* pool_arg) {
+  detail::FpEnvGuard fpenv;
+  const Plan p = detail::make_plan(rows, cols, spec, scale_dtype, model_dtype, tensor_name);
+  const std::string name(tensor_name);
+  if (H.size() != cols * cols)
+    throw Error(ErrorKind::kInvalidInput, "", name, "Hessian size does not match in_features " + std::to_string(cols));
+  if (opt.block_size < 1) throw Error(ErrorKind::kUsage, "", "block_size", "GPTQ block_size must be >= 1");
+  const bool per_group = spec.qscheme == QScheme::kPerGroup;
+  if (per_group && opt.act_order && !opt.static_groups)
+    throw Error(ErrorKind::kUsage, "", "desc_act",
+                "GPTQ with desc_act and static_groups off cannot be exported (Quark refuses it too)",
+                "set static_groups true, or desc_act false");
+  for (uint64_t i = 0; i < rows * cols; ++i)
+    if (!std::isfinite(w[i])) detail::throw_nonfinite(tensor_name, i / cols, i % cols, w[i]);
+
+  std::unique_ptr<ThreadPool> own_pool;
+  ThreadPool* pool = pool_arg;
+  if (!pool) {
+    own_pool = std::make_unique<ThreadPool>(opt.threads);
+    pool = own_pool.get();
+  }
+  const int64_t R = static_cast<int64_t>(rows), C = static_cast<int64_t>(cols);
+  GptqResult res;
+  GptqStats& st = res.stats;
+
+  // Dead columns.
+  std::vector<float> W(w, w + rows * cols);
+  for (int64_t i = 0; i < C; ++i) {
+    double& d = H[static_cast<size_t>(i * C + i)];
+    if (d == 0.0) {
+      d = 1.0;
+      for (int64_t r = 0; r < R; ++r) W[static_cast<size_t>(r * C + i)] = 0.0f;
+      ++st.dead_columns;
+    }
+  }
+
+  // Group parameters (per row and group; per tensor: one).
+  const uint64_t G = p.per_tensor ? 1 : p.groups_per_row;
+  const uint64_t gsize = p.group;  // columns per group
+  std::vector<GroupParams> gp(p.per_tensor ? 1 : rows * G);
+  const bool upfront = !per_group || opt.static_groups || opt.act_order;
+  if (p.per_tensor) {
+    gp[0] = params_of(p, W.data(), rows * cols, tensor_name);
+  } else if (upfront) {
+    pool->parallel_for(R, [&](int64_t b, int64_t e) {
+      detail::FpEnvGuard env;  // workers too
+      for (int64_t r = b; r < e; ++r)
+        for (uint64_t g = 0; g < G; ++g)
+          gp[static_cast<size_t>(r) * G + g] = params_of(p, W.data() + r * C + g * gsize, gsize, tensor_name);
+    });
+  }
+  auto params = [&](int64_t r, int64_t col) -> const GroupParams& {
+    return p.per_tensor ? gp[0] : gp[static_cast<size_t>(r) * G + static_cast<uint64_t>(col) / gsize];
+  };
+
+  // Column order.
+  std::vector<int64_t> perm(static_cast<size_t>(C));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (opt.act_order) {
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+      return H[static_cast<size_t>(a * C + a)] > H[static_cast<size_t>(b * C + b)];
+    });
+    // H <- H[perm][:, perm] in place: columns row by row, then rows by cycles.
+    std::vector<double> tmp(static_cast<size_t>(C));
+    for (int64_t i = 0; i < C; ++i) {
+      double* row = H.data() + i * C;
+      for (int64_t j = 0; j < C; ++j) tmp[static_cast<size_t>(j)] = row[perm[static_cast<size_t>(j)]];
+      std::copy(tmp.begin(), tmp.end(), row);
+    }
+    std::vector<char> done(static_cast<size_t>(C), 0);
+    for (int64_t start = 0; start < C; ++start) {
+      if (done[static_cast<size_t>(start)]) continue;
+      // Row i takes old row perm[i]: follow i -> perm[i] until back at start.
+      std::copy(H.data() + start * C, H.data() + (start + 1) * C, tmp.begin());
+      int64_t i = start;
+      while (true) {
+        done[static_cast<size_t>(i)] = 1;
+        const int64_t src = perm[static_cast<size_t>(i)];
+        if (src == start) {
+          std::copy(tmp.begin(), tmp.end(), H.data() + i * C);
+          break;
+        }
+        std::copy(H.data() + src * C, H.data() + (src + 1) * C, H.data() + i * C);
+        i = src;
+      }
+    }
+    std::vector<float> Wp(W.size());
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t j = 0; j < C; ++j) Wp[static_cast<size_t>(r * C + j)] = W[static_cast<size_t>(r * C + perm[j])];
+    W.swap(Wp);
+  }
+
+  // Damping, Cholesky of the inverse; retries, then the RTN fallback.
+  double mean_diag = 0.0;
+  for (int64_t i = 0; i < C; ++i) mean_diag += H[static_cast<size_t>(i * C + i)];
+  mean_diag /= static_cast<double>(C);
+  std::vector<float> U;
+  bool ok = false;
+  {
+    BlasThreads bt(pool->size());
+    double damp = opt.damp_percent * mean_diag;
+    bool retry = true;
+    for (int k = 0; k <= std::max(0, opt.damp_retries) && !ok && retry; ++k, damp *= 10.0) {
+      ++st.attempts;
+      st.damp = damp;
+      ok = std::isfinite(damp) && detail::cholesky_inverse_upper(H, C, damp, U, &retry);
+    }
+  }
+  std::vector<double>().swap(H);
+  if (!ok) {
+    st.fell_back = true;
+    st.note = "Hessian not positive definite after " + std::to_string(st.attempts) +
+              " damping attempt(s) (last damp " + std::to_string(st.damp) + "); used round-to-nearest";
+    res.qt = quantize_weight(w, rows, cols, spec, scale_dtype, tensor_name, model_dtype, pool->size());
+    res.dequantized = dequantize(res.qt, pool->size());
+    return res;
+  }
+
+  // The blocked column loop. Rows are independent inside a block.
+  QuantizedTensor& qt = res.qt;
+  qt.spec = spec;
+  qt.shape = {rows, cols};
+  qt.codes.assign(rows * cols, 0);
+  qt.scale_dtype = p.kind == Kind::kMx ? DType::kE8M0 : scale_dtype;
+  std::vector<double> row_loss(rows, 0.0);
+  const int64_t B = opt.block_size;
+  std::vector<float> err(static_cast<size_t>(R * B));
+  for (int64_t i1 = 0; i1 < C; i1 += B) {
+    const int64_t i2 = std::min(C, i1 + B), cnt = i2 - i1;
+    pool->parallel_for(R, [&](int64_t rb, int64_t re) {
+      detail::FpEnvGuard env;
+      for (int64_t r = rb; r < re; ++r) {
+        float* wr = W.data() + r * C;
+        float* er = err.data() + r * B;
+        for (int64_t j = i1; j < i2; ++j) {
+          const int64_t col = perm[static_cast<size_t>(j)];
+          if (!upfront && static_cast<uint64_t>(col) % gsize == 0) {
+            // Dynamic groups (no act_order: col == j): from the current W.
+            const uint64_t len = std::min<uint64_t>(gsize, cols - static_cast<uint64_t>(col));
+            gp[static_cast<size_t>(r) * G + static_cast<uint64_t>(col) / gsize] = params_of(p, wr + j, len, tensor_name);
+          }
+          float q = 0.0f;
+          qt.codes[static_cast<size_t>(r * C + col)] = quantize_one(p, params(r, col), wr[j], &q);
+          const float* uj = U.data() + j * C;
+          const float e = (wr[j] - q) / uj[j];
+          row_loss[static_cast<size_t>(r)] += static_cast<double>(e) * e / 2.0;
+          er[j - i1] = e;
+          for (int64_t k = j + 1; k < i2; ++k) wr[k] -= e * uj[k];
+        }
+      }
+    });
+    if (i2 < C) {  // W[:, i2:] -= Err · U[i1:i2, i2:]
+      pool->parallel_for(
+          R,
+          [&](int64_t rb, int64_t re) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(re - rb),
+                        static_cast<int>(C - i2), static_cast<int>(cnt), -1.0f, err.data() + rb * B,
+                        static_cast<int>(B), U.data() + i1 * C + i2, static_cast<int>(C), 1.0f,
+                        W.data() + rb * C + i2, static_cast<int>(C));
+          },
+          16);
+    }
+  }
+  for (double l : row_loss) st.loss += l;
+
+  if (p.per_tensor) {
+    qt.scales = {gp[0].scale};
+    if (!p.symmetric && p.kind == Kind::kInt) qt.zero_points = {gp[0].zp};
+  } else {
+    qt.scales.resize(rows * G);
+    for (size_t i = 0; i < gp.size(); ++i) qt.scales[i] = gp[i].scale;
+    if (!p.symmetric && p.kind == Kind::kInt) {
+      qt.zero_points.resize(rows * G);
+      for (size_t i = 0; i < gp.size(); ++i) qt.zero_points[i] = gp[i].zp;
+    }
+  }
+  res.dequantized = dequantize(qt, pool->size());
+  return res;
+}
+
+}  // namespace qloom::quant

@@ -1,0 +1,108 @@
+// GPTQ (Frantar et al., "GPTQ: Accurate Post-Training Quantization for
+// Generative Pre-trained Transformers"), as AMD Quark runs it
+// (quark/torch/algorithm/gptq/gptq.py + algorithm/common.py, amd-quark 0.13):
+//
+//   H = 2/n Σ x xᵀ over the n calibration tokens of the linear's input
+//   dead columns (H_ii == 0): H_ii = 1, W[:, i] = 0
+//   scales / zero points: per tensor / per channel from W up front; per group
+//     either up front on W (static_groups, required with act_order) or when
+//     the group's first column is reached, on the partly updated W
+//   act_order (desc_act): columns in order of decreasing H_ii (stable)
+//   damp = damp_percent * mean(diag H); U = upper Cholesky factor of
+//     (H + damp I)^-1
+//   columns in blocks of block_size: quantize column j, err = (w - q) / U_jj,
+//     update the rest of the block at once, the columns after it lazily
+//     (one GEMM per block)
+//
+// Codes, scales and zero points use exactly the scalar rules of the RTN
+// reference (quantize_ref.h, namespace detail): a column is encoded as RTN
+// would encode that value with that group's parameters, so the output is a
+// QuantizedTensor in the very layout qloom exports, and `dequantized` is
+// dequantize(qt).
+// Numerics: H, its Cholesky factorization and inverse in double (LAPACK
+// dpotrf / dtrtri through OpenBLAS); W and U in float for the column
+// updates, as Quark (float32). Results do not depend on the thread count
+// except through the GEMM's float summation order.
+// When the Cholesky factorization fails (H + damp I not positive definite)
+// damping is multiplied by 10 up to damp_retries times; when it still
+// fails, the tensor falls back to RTN (quantize_weight) and stats say so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qloom/core/dtype.h"
+#include "qloom/core/thread_pool.h"
+#include "qloom/quant/quant_spec.h"
+#include "qloom/quant/quantized_tensor.h"
+
+namespace qloom::quant {
+
+// Accumulates Σ x xᵀ (double) over the rows of a linear's inputs.
+class HessianAccumulator {
+ public:
+  explicit HessianAccumulator(int64_t cols);
+  // x [rows, cols] row-major (NaN / inf rows are the caller's problem: they
+  // make H non-finite and GPTQ fall back to RTN).
+  void add(const float* x, int64_t rows, ThreadPool* pool = nullptr);
+  int64_t cols() const { return cols_; }
+  uint64_t tokens() const { return n_; }
+  // 2/n Σ x xᵀ, [cols, cols] row-major symmetric; all zero when n == 0.
+  std::vector<double> hessian() const;
+  // The same without a copy; the accumulator is empty afterwards.
+  std::vector<double> take_hessian();
+
+ private:
+  int64_t cols_;
+  uint64_t n_ = 0;
+  std::vector<double> sum_;  // upper triangle (row <= col) holds Σ x xᵀ
+  std::vector<double> xd_;   // scratch: x in double
+};
+
+struct GptqOptions {
+  double damp_percent = 0.01;  // of mean(diag H)
+  int64_t block_size = 128;
+  bool act_order = true;       // Quark desc_act (default True)
+  bool static_groups = true;   // Quark static_groups (default True); act_order requires it
+  int damp_retries = 4;        // x10 each before the RTN fallback
+  unsigned threads = 0;        // 0: hardware concurrency (when no pool is given)
+};
+
+struct GptqStats {
+  double loss = 0;          // Σ (w - q)^2 / U_jj^2 / 2 (Quark's Losses, summed)
+  double damp = 0;          // absolute damping that succeeded (or the last tried)
+  int attempts = 0;         // Cholesky attempts made
+  int64_t dead_columns = 0;
+  bool fell_back = false;   // Cholesky failed every time: RTN was used
+  std::string note;         // why it fell back
+};
+
+struct GptqResult {
+  QuantizedTensor qt;
+  std::vector<float> dequantized;  // dequantize(qt), row-major [rows, cols]
+  GptqStats stats;
+};
+
+// Quantizes W [rows, cols] (out, in) with the Hessian H [cols, cols]
+// (row-major, consumed). spec / scale_dtype / model_dtype / tensor_name as
+// quantize_weight_ref. Throws what make_plan throws, kInvalidInput for
+// non-finite weights or an H of the wrong size, kUsage for act_order with
+// per-group specs and static_groups off (Quark refuses it too) or
+// block_size < 1.
+GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vector<double> H, const QuantSpec& spec,
+                         DType scale_dtype, std::string_view tensor_name, DType model_dtype,
+                         const GptqOptions& options = {}, ThreadPool* pool = nullptr);
+
+namespace detail {
+// U with (H + damp I)^-1 = Uᵀ U (upper, row-major, float; computed in double
+// in H's own storage, so peak memory is H plus U). Returns false when
+// H + damp I is not positive definite or the result is not finite; then
+// *retry says whether H is still intact (a positive-definiteness failure:
+// retry with more damping) or was consumed. On success H is consumed.
+bool cholesky_inverse_upper(std::vector<double>& H, int64_t n, double damp, std::vector<float>& U,
+                            bool* retry = nullptr);
+}  // namespace detail
+
+}  // namespace qloom::quant

@@ -1,0 +1,214 @@
+#include "qloom/quant/gptq_stage.h"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "qloom/core/convert.h"
+#include "qloom/core/error.h"
+
+namespace qloom::quant {
+namespace {
+
+[[noreturn]] void bad(const std::string& key, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", "algo_config.gptq." + key, msg,
+              "keys: name, block_size, damp_percent, desc_act, static_groups, inside_layer_modules, "
+              "model_decoder_layers, true_sequential, damp_retries");
+}
+
+// "model.layers.3.mlp.experts.12.up_proj" -> "mlp.experts.*.up_proj".
+std::string layer_relative_pattern(const std::string& module) {
+  static const std::regex layer_prefix(R"(^.*?\.layers\.\d+\.)");
+  static const std::regex expert(R"(experts\.\d+\.)");
+  return std::regex_replace(std::regex_replace(module, layer_prefix, ""), expert, "experts.*.");
+}
+
+std::vector<float> weight_f32(const engine::LinearWeight& w) {
+  if (w.type == engine::WeightType::kF32) return w.f32;
+  std::vector<float> out(w.bf16.size());
+  bf16_to_f32(w.bf16.data(), out.data(), out.size());
+  return out;
+}
+
+class GptqStage final : public AlgorithmStage {
+ public:
+  explicit GptqStage(GptqConfig c) : c_(std::move(c)) {}
+
+  std::string name() const override { return "gptq"; }
+
+  nlohmann::ordered_json algo_config() const override {
+    nlohmann::ordered_json j;
+    j["name"] = "gptq";
+    j["block_size"] = c_.block_size;
+    j["damp_percent"] = c_.damp_percent;
+    j["desc_act"] = c_.desc_act;
+    j["static_groups"] = c_.static_groups;
+    j["inside_layer_modules"] = c_.inside_layer_modules.empty() ? seen_ : c_.inside_layer_modules;
+    j["model_decoder_layers"] = c_.model_decoder_layers;
+    return j;
+  }
+
+  void process_layer(LayerSession& s) override;
+
+ private:
+  bool selected(const std::string& module) const {
+    if (c_.inside_layer_modules.empty()) return true;
+    for (const auto& p : c_.inside_layer_modules)
+      if (::fnmatch(("*" + p).c_str(), module.c_str(), 0) == 0) return true;
+    return false;
+  }
+  void run_stage(LayerSession& s, const std::vector<QuantTarget>& targets, engine::LayerPart part);
+
+  GptqConfig c_;
+  std::vector<std::string> seen_;  // effective inside_layer_modules (layer-relative)
+  std::set<std::string> seen_set_;
+};
+
+void GptqStage::process_layer(LayerSession& s) {
+  std::vector<QuantTarget> mine;
+  for (const QuantTarget& t : s.pending())
+    if (selected(t.linear.name)) mine.push_back(t);
+  if (mine.empty()) return;
+  if (!c_.true_sequential) {
+    run_stage(s, mine, engine::LayerPart::kFull);
+    return;
+  }
+  for (int stage = 0; stage <= 3; ++stage) {
+    std::vector<QuantTarget> part;
+    for (const QuantTarget& t : mine)
+      if (t.linear.stage == stage) part.push_back(t);
+    if (part.empty()) continue;
+    run_stage(s, part, stage <= 1 ? engine::LayerPart::kAttention : engine::LayerPart::kFull);
+  }
+}
+
+void GptqStage::run_stage(LayerSession& s, const std::vector<QuantTarget>& targets, engine::LayerPart part) {
+  // One accumulator per input group, fed by the group's first linear in
+  // forward order (all members see the same rows).
+  std::map<int, std::string> representative;
+  for (const engine::LayerLinear& l : s.runner().linears()) representative.emplace(l.input_group, l.name);
+  std::map<std::string, std::unique_ptr<HessianAccumulator>> acc;  // by representative
+  std::map<std::string, HessianAccumulator*> of_target;
+  for (const QuantTarget& t : targets) {
+    const std::string& rep = representative.at(t.linear.input_group);
+    auto& a = acc[rep];
+    if (!a) a = std::make_unique<HessianAccumulator>(t.linear.weight->in);
+    of_target[t.linear.name] = a.get();
+  }
+  ThreadPool& pool = s.pool();
+  engine::ForwardHooks hooks;
+  hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t) {
+    auto it = acc.find(site.module);
+    if (it != acc.end()) it->second->add(x, rows, &pool);
+  };
+  s.run(hooks, part);
+
+  GptqOptions o;
+  o.damp_percent = c_.damp_percent;
+  o.block_size = c_.block_size;
+  o.act_order = c_.desc_act;
+  o.static_groups = c_.static_groups;
+  o.damp_retries = c_.damp_retries;
+  std::map<const HessianAccumulator*, int> users;  // the last user takes H without a copy
+  for (const auto& [name, a] : of_target) ++users[a];
+  std::vector<std::string> unrouted;
+  for (const QuantTarget& t : targets) {
+    const std::string& name = t.linear.name;
+    HessianAccumulator& h = *of_target.at(name);
+    if (h.tokens() == 0) {  // left to the pipeline's RTN
+      ++s.summary().unrouted_experts;
+      unrouted.push_back(name);
+      continue;
+    }
+    const engine::LinearWeight& w = *t.linear.weight;
+    const std::vector<float> wf = weight_f32(w);
+    std::vector<double> H = --users[&h] == 0 ? h.take_hessian() : h.hessian();
+    GptqResult r = gptq_quantize(wf.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in), std::move(H),
+                                 t.spec, t.scale_dtype, name + ".weight", s.model_dtype(), o, &pool);
+    if (r.stats.fell_back) {
+      ++s.summary().algo_fallbacks;
+      s.warn("GPTQ on " + name + ": " + r.stats.note);
+    } else {
+      ++s.summary().algo_linears;
+    }
+    const std::string pat = layer_relative_pattern(name);
+    if (seen_set_.insert(pat).second) seen_.push_back(pat);
+    s.set_quantized(name, std::move(r.qt), std::move(r.dequantized));
+  }
+  if (!unrouted.empty()) {
+    std::string msg = std::to_string(unrouted.size());
+    msg += " linear(s) of layer ";
+    msg += std::to_string(s.layer());
+    msg += " received no calibration token (MoE experts no sample was routed to) and were quantized by "
+           "round-to-nearest: ";
+    for (size_t i = 0; i < unrouted.size() && i < 4; ++i) {
+      if (i) msg += ", ";
+      msg += unrouted[i];
+    }
+    if (unrouted.size() > 4) msg += ", ...";
+    s.warn(msg);
+  }
+}
+
+}  // namespace
+
+GptqConfig GptqConfig::from_json(const nlohmann::json& j) {
+  GptqConfig c;
+  if (j.is_null()) return c;
+  if (!j.is_object()) bad("", "the GPTQ config must be a JSON object");
+  for (const auto& [key, v] : j.items()) {
+    if (v.is_null()) continue;
+    auto need = [&](bool ok, const char* what) {
+      if (!ok) bad(key, std::string("must be ") + what);
+    };
+    if (key == "name") {
+      need(v.is_string() && v.get<std::string>() == "gptq", "\"gptq\"");
+    } else if (key == "block_size") {
+      need(v.is_number_integer() && v.get<int64_t>() >= 1, "an integer >= 1");
+      c.block_size = v.get<int64_t>();
+    } else if (key == "damp_percent") {
+      need(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0, "a number > 0");
+      c.damp_percent = v.get<double>();
+    } else if (key == "desc_act") {
+      need(v.is_boolean(), "true or false");
+      c.desc_act = v.get<bool>();
+    } else if (key == "static_groups") {
+      need(v.is_boolean(), "true or false");
+      c.static_groups = v.get<bool>();
+    } else if (key == "true_sequential") {
+      need(v.is_boolean(), "true or false");
+      c.true_sequential = v.get<bool>();
+    } else if (key == "damp_retries") {
+      need(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 10, "an integer in [0, 10]");
+      c.damp_retries = v.get<int>();
+    } else if (key == "inside_layer_modules") {
+      need(v.is_array(), "a list of module names");
+      c.inside_layer_modules.clear();
+      for (const auto& m : v) {
+        need(m.is_string() && !m.get<std::string>().empty(), "a list of non-empty strings");
+        c.inside_layer_modules.push_back(m.get<std::string>());
+      }
+    } else if (key == "model_decoder_layers") {
+      need(v.is_string(), "a string");
+      c.model_decoder_layers = v.get<std::string>();
+    } else {
+      bad(key, "unknown GPTQ config key '" + key + "'");
+    }
+  }
+  if (c.model_decoder_layers != "model.layers")
+    throw Error(ErrorKind::kUnsupported, "", "algo_config.gptq.model_decoder_layers",
+                "qloom's engine names decoder layers model.layers, not '" + c.model_decoder_layers + "'",
+                "use \"model.layers\" (or omit the key)");
+  if (c.desc_act && !c.static_groups)
+    bad("static_groups", "desc_act requires static_groups (Quark exports only static groups)");
+  return c;
+}
+
+std::unique_ptr<AlgorithmStage> make_gptq_stage(const GptqConfig& config) {
+  return std::make_unique<GptqStage>(config);
+}
+
+}  // namespace qloom::quant

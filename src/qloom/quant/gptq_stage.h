@@ -1,0 +1,55 @@
+// The GPTQ stage of the calibration pipeline (algorithm_stage.h), configured
+// as Quark's GPTQConfig (quark/torch/quantization/config/config.py, amd-quark
+// 0.13): keys name ("gptq"), block_size (128), damp_percent (0.01),
+// desc_act (true), static_groups (true), inside_layer_modules,
+// model_decoder_layers ("model.layers"); algo_config() writes exactly these
+// keys in this order (GPTQConfig.to_dict() = dataclasses.asdict).
+// qloom-only keys, accepted on input and not written (Quark's from_dict would
+// reject them): true_sequential (default true), damp_retries (4).
+//
+// Per layer: the linears to quantize (those matching "*" + an
+// inside_layer_modules entry, Quark's fnmatch; default: every quantized
+// linear of the layer) are taken in dependency stages (LayerLinear::stage:
+// q/k/v, o, gate/up (+ experts'), down). With true_sequential each stage's
+// Hessians are collected with the earlier stages already quantized (Quark
+// quantizes module by module with a forward each; linears sharing an input
+// give the same result in one pass); otherwise all Hessians come from one
+// pass over the float layer. Linears sharing an input share one Hessian.
+// An MoE expert that received no calibration token is left to the
+// pipeline's RTN (counted in unrouted_experts, with a warning); a Cholesky
+// failure falls back to RTN (algo_fallbacks, warning).
+// Memory: the Hessians of one stage at a time, in double (in_features^2 * 8
+// bytes per distinct input: ~254 MB for in_features 5632; an MoE layer
+// holds one per expert for the gate/up stage).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qloom/quant/algorithm_stage.h"
+#include "qloom/quant/gptq.h"
+
+namespace qloom::quant {
+
+struct GptqConfig {
+  int64_t block_size = 128;
+  double damp_percent = 0.01;
+  bool desc_act = true;
+  bool static_groups = true;
+  std::vector<std::string> inside_layer_modules;  // empty: every quantized linear
+  std::string model_decoder_layers = "model.layers";
+  bool true_sequential = true;  // qloom only
+  int damp_retries = 4;         // qloom only
+
+  // Strict: `j` null/absent keys take the defaults; unknown keys, wrong
+  // types, name other than "gptq", desc_act without static_groups, or
+  // out-of-range values throw kUsage naming the key.
+  static GptqConfig from_json(const nlohmann::json& j);
+};
+
+std::unique_ptr<AlgorithmStage> make_gptq_stage(const GptqConfig& config);
+
+}  // namespace qloom::quant

@@ -1,0 +1,210 @@
+#include "qloom/quant/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "qloom/core/convert.h"
+#include "qloom/core/error.h"
+#include "qloom/quant/quantize_fast.h"
+#include "qloom/quant/quantize_ref.h"
+
+namespace qloom::quant {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+float abs_max(const float* x, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(x[i]));  // fmax drops NaN
+  return m;
+}
+
+void record(std::map<std::string, float>& table, const std::string& module, float amax) {
+  auto [it, inserted] = table.emplace(module, amax);
+  if (!inserted) it->second = std::max(it->second, amax);
+}
+
+std::vector<float> weight_f32(const engine::LinearWeight& w) {
+  if (w.type == engine::WeightType::kF32) return w.f32;
+  std::vector<float> out(w.bf16.size());
+  bf16_to_f32(w.bf16.data(), out.data(), out.size());
+  return out;
+}
+
+}  // namespace
+
+struct CalibrationPipeline::Impl {
+  PipelineRequest req;
+  std::unique_ptr<engine::LayerRunner> runner;
+  std::vector<std::vector<float>> acts;  // per sample: [T, hidden] input of the next layer
+  std::vector<int64_t> lengths;
+  std::vector<std::unique_ptr<AlgorithmStage>> stages;
+  PipelineProgress progress;
+  PipelineSummary summary;
+  int64_t next = 0;
+  bool finished = false;
+  Clock::time_point t0 = Clock::now();
+};
+
+namespace {
+
+class Session final : public LayerSession {
+ public:
+  Session(CalibrationPipeline::Impl& p, LayerResult& out) : p_(p), out_(out) {
+    for (const engine::LayerLinear& l : p_.runner->linears()) {
+      auto it = p_.req.weight_specs.find(l.name);
+      if (it == p_.req.weight_specs.end()) continue;
+      pending_.push_back({l, it->second, quark_scale_dtype(it->second, p_.req.model_dtype)});
+    }
+  }
+
+  int64_t layer() const override { return p_.runner->loaded_layer(); }
+  engine::LayerRunner& runner() override { return *p_.runner; }
+  ThreadPool& pool() override { return p_.runner->pool(); }
+  DType model_dtype() const override { return p_.req.model_dtype; }
+  PipelineSummary& summary() override { return p_.summary; }
+  void warn(const std::string& m) override { p_.summary.warnings.push_back(m); }
+  std::vector<QuantTarget> pending() const override { return pending_; }
+
+  void run(const engine::ForwardHooks& hooks, engine::LayerPart part) override {
+    for (size_t s = 0; s < p_.acts.size(); ++s) {
+      const int64_t T = p_.lengths[s];
+      if (part == engine::LayerPart::kAttention) {  // leaves h unchanged: no copy
+        p_.runner->forward_layer(p_.acts[s].data(), T, &hooks, part);
+      } else {
+        scratch_ = p_.acts[s];
+        p_.runner->forward_layer(scratch_.data(), T, &hooks, part);
+      }
+    }
+  }
+
+  void set_quantized(const std::string& module, QuantizedTensor qt, std::vector<float> dequantized) override {
+    auto it = std::find_if(pending_.begin(), pending_.end(),
+                           [&](const QuantTarget& t) { return t.linear.name == module; });
+    if (it == pending_.end())
+      throw Error(ErrorKind::kUsage, "", module, "set_quantized on a linear that is not pending quantization");
+    engine::LinearWeight& w = *it->linear.weight;
+    if (dequantized.size() != static_cast<size_t>(w.out * w.in))
+      throw Error(ErrorKind::kInternal, "", module, "dequantized weight has the wrong size");
+    w.type = engine::WeightType::kF32;
+    w.f32 = std::move(dequantized);
+    std::vector<uint16_t>().swap(w.bf16);
+    out_.weights[module] = std::move(qt);
+    pending_.erase(it);
+  }
+
+ private:
+  CalibrationPipeline::Impl& p_;
+  LayerResult& out_;
+  std::vector<QuantTarget> pending_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace
+
+CalibrationPipeline::CalibrationPipeline(PipelineRequest request, const CalibrationData& data,
+                                         std::vector<std::unique_ptr<AlgorithmStage>> stages,
+                                         PipelineProgress progress)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& p = *impl_;
+  p.req = std::move(request);
+  p.stages = std::move(stages);
+  p.progress = std::move(progress);
+  if (data.samples.empty())
+    throw Error(ErrorKind::kUsage, p.req.model_dir.string(), "--num_calib_data", "no calibration sample to run",
+                "check --dataset / --num_calib_data");
+  engine::LoadOptions lo;
+  lo.threads = p.req.threads;
+  p.runner = engine::LayerRunner::open(p.req.model_dir, lo, p.req.weights);
+  for (const auto& s : data.samples) {
+    if (s.empty()) continue;
+    p.acts.push_back(p.runner->embed(s));
+    p.lengths.push_back(static_cast<int64_t>(s.size()));
+    p.summary.tokens += s.size();
+    p.summary.activation_bytes += p.acts.back().size() * sizeof(float);
+  }
+  p.summary.samples = p.acts.size();
+  for (auto& st : p.stages) st->start(p.runner->config());
+}
+
+CalibrationPipeline::~CalibrationPipeline() = default;
+
+int64_t CalibrationPipeline::num_layers() const { return impl_->runner->config().num_layers; }
+int64_t CalibrationPipeline::next_layer() const { return impl_->next; }
+const PipelineSummary& CalibrationPipeline::summary() const { return impl_->summary; }
+const std::vector<std::unique_ptr<AlgorithmStage>>& CalibrationPipeline::stages() const { return impl_->stages; }
+
+LayerResult CalibrationPipeline::run_layer(int64_t i) {
+  Impl& p = *impl_;
+  if (i != p.next || i >= num_layers())
+    throw Error(ErrorKind::kUsage, "", "layer",
+                "calibration runs layers in order: expected layer " + std::to_string(p.next) + ", got " +
+                    std::to_string(i));
+  const auto t_layer = Clock::now();
+  LayerResult out;
+  out.layer = i;
+  p.runner->load_layer(i);
+  {
+    Session s(p, out);
+    for (auto& st : p.stages) st->process_layer(s);
+    // Round-to-nearest for every linear no stage claimed.
+    for (const QuantTarget& t : s.pending()) {
+      const engine::LinearWeight& w = *t.linear.weight;
+      const std::vector<float> wf = weight_f32(w);
+      QuantizedTensor qt = quantize_weight(wf.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in),
+                                           t.spec, t.scale_dtype, t.linear.name + ".weight", p.req.model_dtype,
+                                           p.runner->pool().size());
+      std::vector<float> deq = dequantize(qt, p.runner->pool().size());
+      s.set_quantized(t.linear.name, std::move(qt), std::move(deq));
+      ++p.summary.rtn_linears;
+    }
+  }
+  // The quantized layer produces the next layer's inputs; static scales observed on the way.
+  engine::ForwardHooks hooks;
+  if (!p.req.observe_inputs.empty())
+    hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+      if (p.req.observe_inputs.count(s.module)) record(out.input_amax, s.module, abs_max(x, rows * cols));
+    };
+  if (!p.req.observe_outputs.empty())
+    hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+      if (p.req.observe_outputs.count(s.module)) record(out.output_amax, s.module, abs_max(y, rows * cols));
+    };
+  for (size_t s = 0; s < p.acts.size(); ++s) p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
+  p.runner->unload();
+  ++p.next;
+  ++p.summary.layers;
+  p.summary.layer_seconds.push_back(since(t_layer));
+  p.summary.seconds = since(p.t0);
+  if (p.progress) p.progress(static_cast<size_t>(p.next), static_cast<size_t>(num_layers()), p.summary.seconds);
+  return out;
+}
+
+std::map<std::string, float> CalibrationPipeline::finish() {
+  Impl& p = *impl_;
+  if (p.next != num_layers() || p.finished)
+    throw Error(ErrorKind::kUsage, "", "pipeline",
+                p.finished ? "finish() was already called" : "finish() before the last layer ran");
+  p.finished = true;
+  std::map<std::string, float> amax;
+  std::vector<std::string> heads;
+  for (const auto& m : p.req.observe_inputs)
+    if (m.find(".layers.") == std::string::npos) heads.push_back(m);
+  if (!heads.empty()) {
+    std::vector<float> normed;
+    for (size_t s = 0; s < p.acts.size(); ++s) {
+      normed.resize(p.acts[s].size());
+      p.runner->final_norm(p.acts[s].data(), p.lengths[s], normed.data());
+      const float a = abs_max(normed.data(), static_cast<int64_t>(normed.size()));
+      for (const auto& m : heads) record(amax, m, a);
+    }
+  }
+  for (auto& st : p.stages) st->finish(p.summary);
+  std::vector<std::vector<float>>().swap(p.acts);
+  p.summary.seconds = since(p.t0);
+  return amax;
+}
+
+}  // namespace qloom::quant

@@ -1,0 +1,95 @@
+// CalibrationPipeline: sequential (layer-by-layer) calibration, so a
+// calibrated quantization never holds more than one decoder layer:
+//
+//   start:  embed every calibration sample -> the inputs of layer 0, held in
+//           fp32 (samples x seq_len x hidden x 4 bytes; the only buffer that
+//           grows with the data, never with the depth)
+//   layer i (run_layer, in order 0..N-1):
+//     load only layer i's weights (engine::LayerRunner, mmap-backed source)
+//     each AlgorithmStage in order processes it (runs the samples through
+//       the layer with its hooks, folds scales, quantizes linears it claims)
+//     linears no stage claimed: round-to-nearest
+//     every quantized linear's weight is replaced by its dequantized form
+//     the samples run once more through the quantized layer, in place:
+//       these are layer i+1's inputs, and this pass observes the static
+//       activation / KV amax (max |x|) of the modules asked for
+//     the QuantizedTensors and amax go to the caller (the exporter), the
+//       layer is freed
+//   finish: the final norm's output observed for non-layer modules (lm_head)
+//           when asked; each stage's finish()
+//
+// So static scales are observed on the model as exported (earlier layers and
+// this layer quantized), as Quark calibrates after running its algorithm.
+// Activations are not fake-quantized while calibrating.
+// Samples run one at a time from position 0 (batch_size only matters for
+// progress), as in activation_observer.h.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "qloom/core/dtype.h"
+#include "qloom/engine/layer_runner.h"
+#include "qloom/quant/algorithm_stage.h"
+#include "qloom/quant/calib_data.h"
+#include "qloom/quant/quantized_tensor.h"
+
+namespace qloom::quant {
+
+struct PipelineRequest {
+  std::filesystem::path model_dir;
+  const engine::WeightSource* weights = nullptr;  // default: the directory's safetensors
+  // Decoder-layer linears to quantize (module -> weight spec); modules
+  // outside the decoder layers are the caller's (RTN).
+  std::map<std::string, QuantSpec> weight_specs;
+  // Modules whose input / output max |x| is observed (static scales);
+  // "lm_head" (or any module of layer -1) is observed in finish().
+  std::set<std::string> observe_inputs, observe_outputs;
+  DType model_dtype = DType::kBF16;  // decides scale dtypes and rounding rules
+  unsigned threads = 0;
+};
+
+// What one decoder layer hands to the exporter.
+struct LayerResult {
+  int64_t layer = -1;
+  std::map<std::string, QuantizedTensor> weights;
+  std::map<std::string, float> input_amax, output_amax;  // modules observed in this layer
+};
+
+// Called after each layer: layers done, total, seconds so far.
+using PipelineProgress = std::function<void(size_t, size_t, double)>;
+
+class CalibrationPipeline {
+ public:
+  // Opens the model (config, embedding, final norm) and embeds every sample.
+  // Throws kUsage when `data` has no sample; errors of LayerRunner::open.
+  CalibrationPipeline(PipelineRequest request, const CalibrationData& data,
+                      std::vector<std::unique_ptr<AlgorithmStage>> stages, PipelineProgress progress = {});
+  ~CalibrationPipeline();
+  CalibrationPipeline(const CalibrationPipeline&) = delete;
+  CalibrationPipeline& operator=(const CalibrationPipeline&) = delete;
+
+  int64_t num_layers() const;
+  int64_t next_layer() const;  // the layer run_layer() expects next
+  // Runs decoder layer `i`, which must be next_layer(); kUsage otherwise.
+  LayerResult run_layer(int64_t i);
+  // After the last layer (kUsage before): input amax of the observed
+  // non-layer modules (lm_head); calls every stage's finish(). Once.
+  std::map<std::string, float> finish();
+
+  const PipelineSummary& summary() const;
+  const std::vector<std::unique_ptr<AlgorithmStage>>& stages() const;
+
+  struct Impl;  // opaque (pipeline.cpp)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qloom::quant

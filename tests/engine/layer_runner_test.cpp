@@ -1,0 +1,134 @@
+// LayerRunner (one decoder layer at a time) against Model::forward on the
+// golden fixtures of every architecture: the same layer code runs in both,
+// so lm_head's input must be identical bit for bit, and every linear must be
+// called with the same inputs.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/engine_fixture.h"
+#include "qloom/core/error.h"
+#include "qloom/engine/layer_runner.h"
+#include "qloom/engine/model.h"
+
+namespace qloom::engine {
+namespace {
+
+const char* const kArchs[] = {"llama", "llama3_rope", "mistral", "qwen2", "qwen3", "gemma",
+                              "gemma2", "gemma3_text", "phi3", "mixtral", "qwen2_moe", "qwen3_moe"};
+
+// Sum of inputs seen per linear (a cheap fingerprint of every call).
+struct InputLog {
+  std::map<std::string, double> sum;
+  std::map<std::string, int64_t> rows;
+  ForwardHooks hooks() {
+    ForwardHooks h;
+    h.linear_input = [this](const LinearSite& s, float* x, int64_t r, int64_t c) {
+      double acc = 0;
+      for (int64_t i = 0; i < r * c; ++i) acc += x[i];
+      sum[s.module] += acc;
+      rows[s.module] += r;
+    };
+    return h;
+  }
+};
+
+class LayerRunnerGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LayerRunnerGolden, LayersInTurnGiveModelsHiddenStates) {
+  const auto dir = test::engine_data_dir() / GetParam();
+  const test::Reference ref = test::read_reference(dir);
+  LoadOptions opt;
+  opt.threads = 2;
+  auto model = Model::load(dir, opt);
+  const int64_t D = model->config().hidden_size;
+  const int64_t T = static_cast<int64_t>(ref.tokens_long.size());
+
+  InputLog model_log;
+  ForwardHooks mh = model_log.hooks();
+  std::vector<float> head_in;
+  auto log_fn = mh.linear_input;
+  mh.linear_input = [&](const LinearSite& s, float* x, int64_t r, int64_t c) {
+    if (s.layer == -1) head_in.assign(x, x + r * c);
+    else log_fn(s, x, r, c);
+  };
+  auto cache = model->new_cache(T);
+  (void)model->forward(ref.tokens_long, *cache, /*last_only=*/false, &mh);
+
+  auto runner = LayerRunner::open(dir, opt);
+  EXPECT_EQ(runner->loaded_layer(), -1);
+  std::vector<float> h = runner->embed(ref.tokens_long);
+  ASSERT_EQ(h.size(), static_cast<size_t>(T * D));
+  InputLog run_log;
+  const ForwardHooks rh = run_log.hooks();
+  for (int64_t i = 0; i < runner->config().num_layers; ++i) {
+    runner->load_layer(i);
+    EXPECT_EQ(runner->loaded_layer(), i);
+    EXPECT_GT(runner->layer_bytes(), 0u);
+    runner->forward_layer(h.data(), T, &rh);
+    runner->unload();
+  }
+  std::vector<float> normed(h.size());
+  runner->final_norm(h.data(), T, normed.data());
+  ASSERT_EQ(normed.size(), head_in.size());
+  for (size_t i = 0; i < normed.size(); ++i) ASSERT_EQ(normed[i], head_in[i]) << "element " << i;
+  EXPECT_EQ(run_log.rows, model_log.rows);
+  EXPECT_EQ(run_log.sum, model_log.sum);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, LayerRunnerGolden, ::testing::ValuesIn(kArchs),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+TEST(LayerRunner, LinearsHaveStagesAndSharedInputGroups) {
+  auto runner = LayerRunner::open(test::engine_data_dir() / "qwen2_moe");
+  runner->load_layer(0);
+  std::map<std::string, LayerLinear> by_name;
+  for (const LayerLinear& l : runner->linears()) by_name.emplace(l.name, l);
+  const std::string p = "model.layers.0.";
+  ASSERT_TRUE(by_name.count(p + "self_attn.q_proj"));
+  EXPECT_EQ(by_name.at(p + "self_attn.q_proj").stage, 0);
+  EXPECT_EQ(by_name.at(p + "self_attn.q_proj").input_group, by_name.at(p + "self_attn.v_proj").input_group);
+  EXPECT_EQ(by_name.at(p + "self_attn.o_proj").stage, 1);
+  const LayerLinear& g1 = by_name.at(p + "mlp.experts.1.gate_proj");
+  EXPECT_EQ(g1.stage, 2);
+  EXPECT_EQ(g1.input_group, by_name.at(p + "mlp.experts.1.up_proj").input_group);
+  EXPECT_NE(g1.input_group, by_name.at(p + "mlp.experts.0.up_proj").input_group);
+  EXPECT_EQ(by_name.at(p + "mlp.experts.1.down_proj").stage, 3);
+  EXPECT_EQ(by_name.at(p + "mlp.gate").input_group, by_name.at(p + "mlp.shared_expert.up_proj").input_group);
+  EXPECT_EQ(&runner->linear(p + "mlp.experts.1.down_proj"), by_name.at(p + "mlp.experts.1.down_proj").weight);
+  EXPECT_THROW(runner->linear(p + "mlp.nothing"), Error);
+  EXPECT_THROW(runner->load_layer(runner->config().num_layers), Error);
+}
+
+TEST(LayerRunner, ReplacedWeightChangesTheLayerAndAttentionPartKeepsH) {
+  const auto dir = test::engine_data_dir() / "llama";
+  const test::Reference ref = test::read_reference(dir);
+  auto runner = LayerRunner::open(dir);
+  const int64_t T = static_cast<int64_t>(ref.tokens_short.size());
+  const std::vector<float> h0 = runner->embed(ref.tokens_short);
+  runner->load_layer(0);
+  // Attention only: q/k/v/o called, h untouched.
+  std::vector<std::string> called;
+  ForwardHooks hooks;
+  hooks.linear_input = [&](const LinearSite& s, float*, int64_t, int64_t) { called.push_back(s.module); };
+  std::vector<float> h = h0;
+  runner->forward_layer(h.data(), T, &hooks, LayerPart::kAttention);
+  EXPECT_EQ(h, h0);
+  EXPECT_EQ(called.size(), 4u);
+  std::vector<float> full = h0;
+  runner->forward_layer(full.data(), T);
+  // Zeroing down_proj removes the MLP's contribution.
+  LinearWeight& down = runner->linear("model.layers.0.mlp.down_proj");
+  down.type = WeightType::kF32;
+  down.bf16.clear();
+  down.f32.assign(static_cast<size_t>(down.out * down.in), 0.0f);
+  std::vector<float> no_mlp = h0;
+  runner->forward_layer(no_mlp.data(), T);
+  EXPECT_NE(no_mlp, full);
+  runner->unload();
+  EXPECT_THROW(runner->forward_layer(h.data(), T), Error);
+  EXPECT_THROW(runner->embed(std::vector<int32_t>{-1}), Error);
+}
+
+}  // namespace
+}  // namespace qloom::engine
