@@ -19,7 +19,6 @@
 #include "qloom/model/decoder_layout.h"
 #include "qloom/engine/model.h"
 #include "qloom/engine/weight_source.h"
-#include "qloom/quant/activation_observer.h"
 #include "qloom/quant/algorithm_registry.h"
 #include "qloom/quant/pipeline.h"
 #include "qloom/quant/calib_data.h"
@@ -130,32 +129,6 @@ quant::CalibrationData load_calibration(const QuantizeOptions& o, QuantizeSummar
   quant::CalibrationData data = quant::load_calibration_data(o.model_dir, req);
   for (const auto& n : data.notes) sum.warnings.push_back("calibration: " + n);
   return data;
-}
-
-// Static scales of every planned activation tensor, from calibration of the
-// whole (unquantized) model — the path without --quant_algo.
-ScaleMap calibrate_static_scales(const QuantizeOptions& o, const std::vector<PlannedTensor>& plan, DType model_dtype,
-                                 QuantizeSummary& sum, const CalibrationProgressFn& calib_progress) {
-  std::set<std::string> inputs, outputs;
-  for (const auto& p : plan) {
-    if (p.kind != PlannedKind::kActivation) continue;
-    (p.role == ActivationRole::kInput ? inputs : outputs).insert(p.module);
-  }
-  if (inputs.empty() && outputs.empty()) return {};
-  const quant::CalibrationData data = load_calibration(o, sum);
-  engine::LoadOptions lo;
-  lo.threads = o.threads;
-  const auto model = engine::Model::load(o.model_dir, lo);
-  const quant::AmaxObservation obs = quant::observe_activation_amax(*model, data, inputs, outputs, calib_progress);
-  sum.calibrated = true;
-  sum.calib_source = data.source;
-  sum.calib_samples = obs.samples;
-  sum.calib_tokens = obs.tokens;
-  sum.calib_seconds = obs.seconds;
-  uint64_t fallbacks = 0;
-  ScaleMap scales = scales_from_amax(o, plan, obs.input_amax, obs.output_amax, model_dtype, fallbacks);
-  warn_scale_fallbacks(fallbacks, sum);
-  return scales;
 }
 
 // Decoder layer of a tensor or module name ("model.layers.3.mlp..." -> 3);
@@ -336,14 +309,18 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
                   "no linear of this model matches the KV-cache layer patterns", "omit --kv_cache_dtype");
   }
   std::vector<PlannedTensor> plan = plan_quark_export(w, planned_modules);
-  const bool pipelined = !stages.empty();
+  // Static activation / KV scales and --quant_algo both run the
+  // layer-by-layer pipeline: one decoder layer in memory at a time.
+  const bool static_scales_planned = std::any_of(plan.begin(), plan.end(), [](const PlannedTensor& p) {
+    return p.kind == PlannedKind::kActivation;
+  });
+  const bool pipelined = !stages.empty() || static_scales_planned;
   // The pipeline produces layer after layer: write in that order.
   if (pipelined)
     std::stable_sort(plan.begin(), plan.end(),
                      [](const PlannedTensor& a, const PlannedTensor& b) { return layer_key(a) < layer_key(b); });
   ex.plan(std::move(plan));
   ScaleMap static_scales;
-  if (!pipelined) static_scales = calibrate_static_scales(o, ex.planned(), model_dtype, sum, calib_progress);
 
   // --quant_algo: layer-by-layer calibration; layer L runs when its first
   // tensor is due, and its static scales come from the same pass.
@@ -399,9 +376,11 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       sum.calib_activation_bytes = ps.activation_bytes;
       sum.warnings.insert(sum.warnings.end(), ps.warnings.begin(), ps.warnings.end());
       warn_scale_fallbacks(scale_fallbacks, sum);
-      nlohmann::ordered_json algos = nlohmann::ordered_json::array();
-      for (const auto& st : pipe->stages()) algos.push_back(st->algo_config());
-      ci.algo_config = algos;
+      if (!pipe->stages().empty()) {  // null without an algorithm, as Quark writes it
+        nlohmann::ordered_json algos = nlohmann::ordered_json::array();
+        for (const auto& st : pipe->stages()) algos.push_back(st->algo_config());
+        ci.algo_config = algos;
+      }
       pipe.reset();
     }
   };

@@ -147,6 +147,27 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
   LayerResult out;
   out.layer = i;
   p.runner->load_layer(i);
+  // One pass over the samples produces the next layer's inputs and observes
+  // the static activation / KV amax.
+  auto observe_and_propagate = [&] {
+    engine::ForwardHooks hooks;
+    if (!p.req.observe_inputs.empty())
+      hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+        if (p.req.observe_inputs.count(s.module)) record(out.input_amax, s.module, abs_max(x, rows * cols));
+      };
+    if (!p.req.observe_outputs.empty())
+      hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+        if (p.req.observe_outputs.count(s.module)) record(out.output_amax, s.module, abs_max(y, rows * cols));
+      };
+    for (size_t s = 0; s < p.acts.size(); ++s) p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
+  };
+  // Without algorithm stages (round-to-nearest weights, static scales only)
+  // the pass runs on the float layer, before quantization: Quark calibrates
+  // static scales with its observers on and fake quantization off, i.e. on
+  // the float model. With stages (GPTQ...) the quantized layer produces the
+  // next layer's inputs, as sequential GPTQ does.
+  const bool float_calibration = p.stages.empty();
+  if (float_calibration) observe_and_propagate();
   {
     Session s(p, out);
     for (auto& st : p.stages) st->process_layer(s);
@@ -162,17 +183,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
       ++p.summary.rtn_linears;
     }
   }
-  // The quantized layer produces the next layer's inputs; static scales observed on the way.
-  engine::ForwardHooks hooks;
-  if (!p.req.observe_inputs.empty())
-    hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
-      if (p.req.observe_inputs.count(s.module)) record(out.input_amax, s.module, abs_max(x, rows * cols));
-    };
-  if (!p.req.observe_outputs.empty())
-    hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
-      if (p.req.observe_outputs.count(s.module)) record(out.output_amax, s.module, abs_max(y, rows * cols));
-    };
-  for (size_t s = 0; s < p.acts.size(); ++s) p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
+  if (!float_calibration) observe_and_propagate();
   p.runner->unload();
   ++p.next;
   ++p.summary.layers;
