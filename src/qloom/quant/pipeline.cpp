@@ -96,6 +96,21 @@ class Session final : public LayerSession {
     pending_.erase(it);
   }
 
+  // Records the quantized weight of a layer that has already produced the
+  // next layer's inputs: its float weight is freed instead of replaced by the
+  // dequantized one (nothing runs the layer again).
+  void record_final(const std::string& module, QuantizedTensor qt) {
+    auto it = std::find_if(pending_.begin(), pending_.end(),
+                           [&](const QuantTarget& t) { return t.linear.name == module; });
+    if (it == pending_.end())
+      throw Error(ErrorKind::kUsage, "", module, "record_final on a linear that is not pending quantization");
+    engine::LinearWeight& w = *it->linear.weight;
+    std::vector<float>().swap(w.f32);
+    std::vector<uint16_t>().swap(w.bf16);
+    out_.weights[module] = std::move(qt);
+    pending_.erase(it);
+  }
+
  private:
   CalibrationPipeline::Impl& p_;
   LayerResult& out_;
@@ -178,9 +193,13 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
       QuantizedTensor qt = quantize_weight(wf.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in),
                                            t.spec, t.scale_dtype, t.linear.name + ".weight", p.req.model_dtype,
                                            p.runner->pool().size());
+      ++p.summary.rtn_linears;
+      if (float_calibration) {
+        s.record_final(t.linear.name, std::move(qt));
+        continue;
+      }
       std::vector<float> deq = dequantize(qt, p.runner->pool().size());
       s.set_quantized(t.linear.name, std::move(qt), std::move(deq));
-      ++p.summary.rtn_linears;
     }
   }
   if (!float_calibration) observe_and_propagate();
