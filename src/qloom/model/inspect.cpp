@@ -10,7 +10,7 @@
 namespace qloom::model {
 namespace fs = std::filesystem;
 
-ModelSummary summarize_model(const io::ModelDir& dir) {
+ModelSummary summarize_config(const io::ModelDir& dir) {
   ModelSummary s;
   s.path = dir.path().string();
   s.model_type = dir.model_type();
@@ -34,6 +34,11 @@ ModelSummary summarize_model(const io::ModelDir& dir) {
     auto qm = it->find("quant_method");
     s.quant_method = (qm != it->end() && qm->is_string()) ? qm->get<std::string>() : "unknown";
   }
+  return s;
+}
+
+ModelSummary summarize_model(const io::ModelDir& dir) {
+  ModelSummary s = summarize_config(dir);
 
   const io::WeightIndex& w = dir.weights();
   for (size_t i = 0; i < w.num_shards(); ++i) {

@@ -41,6 +41,9 @@ struct ModelSummary {
 };
 
 ModelSummary summarize_model(const io::ModelDir& dir);
+// The fields that come from config.json alone (no weights are opened):
+// what `qloom inspect org/name` shows before the weights are downloaded.
+ModelSummary summarize_config(const io::ModelDir& dir);
 
 // One JSON object; keys: path, model_type, architectures, num_hidden_layers,
 // hidden_size, ..., parameters, parameters_by_dtype, tensors, weights_bytes,
