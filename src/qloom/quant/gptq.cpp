@@ -35,18 +35,7 @@ class BlasThreads {
 };
 
 GroupParams params_of(const Plan& p, const float* x, uint64_t len, std::string_view name) {
-  float mn = x[0], mx = x[0], amax = 0.0f;
-  for (uint64_t i = 0; i < len; ++i) {
-    mn = std::min(mn, x[i]);
-    mx = std::max(mx, x[i]);
-    amax = std::max(amax, std::fabs(x[i]));
-  }
-  switch (p.kind) {
-    case Kind::kInt: return detail::int_params(p, mn, mx, name);
-    case Kind::kFp8: return detail::fp8_params(p, amax, name);
-    case Kind::kMx: break;
-  }
-  return detail::mx_params(amax);
+  return detail::group_params(p, x, len, name);
 }
 
 // Encodes x and returns the code; *q = what the code dequantizes to

@@ -245,6 +245,21 @@ GroupParams mx_params(float amax) {
   return g;
 }
 
+GroupParams group_params(const Plan& p, const float* x, uint64_t len, std::string_view tensor_name) {
+  float mn = x[0], mx = x[0], amax = 0.0f;
+  for (uint64_t i = 0; i < len; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  switch (p.kind) {
+    case Kind::kInt: return int_params(p, mn, mx, tensor_name);
+    case Kind::kFp8: return fp8_params(p, amax, tensor_name);
+    case Kind::kMx: break;
+  }
+  return mx_params(amax);
+}
+
 uint8_t encode_int(const Plan& p, const GroupParams& g, float x) {
   // rint(x * inv_scale) + zero_point, clamped: the zero point is added AFTER
   // rounding. That is what Quark's exported checkpoints hold (the weight goes
@@ -303,20 +318,7 @@ QuantizedTensor quantize_weight_ref(const float* w, uint64_t rows, uint64_t cols
   t.scale_dtype = p.kind == Kind::kMx ? DType::kE8M0 : scale_dtype;
   const bool asym = p.kind == Kind::kInt && !p.symmetric;
 
-  auto params_of = [&](const float* x, uint64_t len) {
-    float mn = x[0], mx = x[0], amax = 0.0f;
-    for (uint64_t i = 0; i < len; ++i) {
-      mn = std::min(mn, x[i]);
-      mx = std::max(mx, x[i]);
-      amax = std::max(amax, std::fabs(x[i]));
-    }
-    switch (p.kind) {
-      case Kind::kInt: return int_params(p, mn, mx, tensor_name);
-      case Kind::kFp8: return fp8_params(p, amax, tensor_name);
-      case Kind::kMx: break;
-    }
-    return mx_params(amax);
-  };
+  auto params_of = [&](const float* x, uint64_t len) { return group_params(p, x, len, tensor_name); };
   auto encode = [&](const GroupParams& g, float x) -> uint8_t {
     switch (p.kind) {
       case Kind::kInt: return encode_int(p, g, x);

@@ -175,6 +175,9 @@ struct GroupParams {
 GroupParams int_params(const Plan& p, float mn, float mx, std::string_view tensor_name);
 GroupParams fp8_params(const Plan& p, float amax, std::string_view tensor_name);
 GroupParams mx_params(float amax);
+// The parameters of one group x[0..len) (len >= 1) for the plan's kind: its
+// min / max (integer kinds) or amax (fp8, MX), then the function above.
+GroupParams group_params(const Plan& p, const float* x, uint64_t len, std::string_view tensor_name);
 
 // Element encoders (the exact rules above).
 uint8_t encode_int(const Plan& p, const GroupParams& g, float x);
