@@ -32,9 +32,10 @@ DEMO_OUT    ?= $(BUILD)/demo/stories260K-mxfp4
 demo: build
 	./$(BUILD)/qloom inspect $(DEMO_MODEL)
 	./$(BUILD)/qloom quantize --model_dir $(DEMO_MODEL) --output_dir $(DEMO_OUT) \
-	  --quant_scheme mxfp4_weight_only --exclude_unsupported --overwrite --progress on
+	  --quant_scheme fp8 --kv_cache_dtype fp8 --num_calib_data 64 --overwrite --progress on
 	./$(BUILD)/qloom validate --source $(DEMO_MODEL) --quantized $(DEMO_OUT) \
 	  --report_dir $(BUILD)/demo
+	./$(BUILD)/qloom eval $(DEMO_OUT) --source $(DEMO_MODEL) --task kld --dataset tinystories --limit 20
 
 # The short fuzz run goes first so that CTest's summary closes the output.
 test: build
