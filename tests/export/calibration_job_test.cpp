@@ -5,7 +5,9 @@
 // independent pass over the same calibration samples observes.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -125,6 +127,22 @@ TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {
   EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   EXPECT_NE(std::string(e.what()).find("nope.jsonl"), std::string::npos) << e.what();
   EXPECT_FALSE(fs::exists(o.output_dir));
+
+  // A Quark data set name with no local copy: an error naming where it was looked for.
+  o.dataset = "pileval";
+  ::setenv("QLOOM_DATA_DIR", tmp.path().c_str(), 1);
+  const Error p = test::catch_error([&] { quantize_model(o); });
+  EXPECT_EQ(p.kind(), ErrorKind::kNotFound);
+  EXPECT_NE(p.file().find("calibration/pileval.jsonl"), std::string::npos) << p.what();
+  EXPECT_FALSE(fs::exists(o.output_dir));
+  // ... and with one, it calibrates on it.
+  fs::create_directories(tmp.path() / "calibration");
+  std::ofstream(tmp.path() / "calibration" / "pileval.jsonl")
+      << "{\"text\": \"Once upon a time there was a little dog.\"}\n{\"text\": \"The sun was hot.\"}\n";
+  const QuantizeSummary q = quantize_model(o);
+  ::unsetenv("QLOOM_DATA_DIR");
+  EXPECT_EQ(q.calib_samples, 2u);
+  EXPECT_NE(q.calib_source.find("pileval.jsonl"), std::string::npos);
 }
 
 }  // namespace

@@ -25,8 +25,9 @@ struct QuantizeOptions {
   // "gptq" (quant/gptq_stage.h, Quark's per-model defaults); names without
   // a stage yet are refused (kUnsupported).
   std::string quant_algo;
-  // Calibration data (quant/calib_data.h): "" = the bundled sample; Quark's
-  // names (pileval, ...) use a local copy when present, else the bundled one.
+  // Calibration data (quant/calib_data.h): "" or "c4" = the bundled c4
+  // sample; Quark's names (pileval, ...) need a local copy
+  // ($QLOOM_DATA_DIR/calibration/<name>.jsonl), else a kNotFound error.
   std::string dataset;
   uint64_t num_calib_data = 512;
   uint64_t seq_len = 512;

@@ -73,23 +73,28 @@ CalibrationData load_calibration_data(const fs::path& model_dir, const Calibrati
     lines_are_documents = true;
   } else if (fs::is_regular_file(d, ec)) {
     file = d;
+  } else if (d == "c4") {
+    // The bundled sample is a slice of c4 (exllamav2's standard calibration text).
+    file = io::require_bundled_data(kDefaultSample, "the c4 calibration sample");
+    lines_are_documents = true;
   } else if (d.find('/') == std::string::npos && d.find('.') == std::string::npos) {
-    // A Quark data set name (pileval, wikitext, ...): a local jsonl copy, else the bundled sample.
+    // A Quark data set name (pileval, wikitext, ...): a local jsonl copy, or an
+    // error naming where it was looked for.
     std::string rel = "calibration/";
     rel += d;
     rel += ".jsonl";
     const char* env = std::getenv("QLOOM_DATA_DIR");
-    if (env != nullptr && *env != '\0' && fs::is_regular_file(fs::path(env) / rel, ec)) {
-      file = fs::path(env) / rel;
+    const fs::path local = fs::path(env != nullptr && *env != '\0' ? env : "$QLOOM_DATA_DIR") / rel;
+    if (env != nullptr && *env != '\0' && fs::is_regular_file(local, ec)) {
+      file = local;
     } else {
-      file = io::require_bundled_data(kDefaultSample, "the default calibration sample");
-      lines_are_documents = true;
-      std::string note = "data set '";
-      note += d;
-      note += "' is not bundled (put a copy at $QLOOM_DATA_DIR/";
-      note += rel;
-      note += "); calibrated on the bundled c4 sample instead";
-      out.notes.push_back(std::move(note));
+      std::string msg = "calibration data set '";
+      msg += d;
+      msg += "' is not bundled with qloom and no local copy was found at ";
+      msg += local.string();
+      throw Error(ErrorKind::kNotFound, local.string(), "--dataset", msg,
+                  "put a copy there (one {\"text\": ...} object per line), pass --dataset FILE.jsonl|FILE.txt, "
+                  "or omit --dataset (or pass c4) for the bundled c4 sample");
     }
   } else {
     throw Error(ErrorKind::kNotFound, d, "--dataset", "no such calibration data file",

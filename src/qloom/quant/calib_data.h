@@ -3,13 +3,12 @@
 // SmoothQuant statistics later).
 //
 // `dataset` (quark-cli --dataset):
-//   ""  or "default"   the bundled sample data/datasets/calibration/c4.utf8
+//   "", "default" or "c4"  the bundled sample data/datasets/calibration/c4.utf8
 //                      (exllamav2's standard c4 sample: 118 web documents, one
 //                      per line).
 //   "pileval" (Quark's default; mit-han-lab/pile-val-backup) and Quark's
-//   other hub names are not bundled: a local copy is used when
-//   $QLOOM_DATA_DIR/calibration/<name>.jsonl exists, else the bundled c4
-//   sample, and the substitution is reported in CalibrationData::notes.
+//   other hub names are not bundled: $QLOOM_DATA_DIR/calibration/<name>.jsonl
+//   is used when it exists, else Error(kNotFound) names that file.
 //   A path: *.jsonl — one JSON object per line, its "text" field one document;
 //   any other file — plain text, one document per non-blank line when
 //   `lines_are_documents`, else the whole file as one document.
