@@ -25,6 +25,8 @@ struct LinearWeight {
 
   // W[r, c] as float (slow; for tests and references).
   float at(int64_t r, int64_t c) const;
+  // All of W as floats, row-major [out, in] (BF16 widened exactly).
+  std::vector<float> values_f32() const;
   size_t bytes() const;
 };
 

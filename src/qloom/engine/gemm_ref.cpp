@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "qloom/core/convert.h"
 #include "qloom/engine/gemm.h"
 
 namespace qloom::engine {
@@ -11,6 +12,13 @@ float LinearWeight::at(int64_t r, int64_t c) const {
   float v;
   std::memcpy(&v, &bits, sizeof v);
   return v;
+}
+
+std::vector<float> LinearWeight::values_f32() const {
+  if (type == WeightType::kF32) return f32;
+  std::vector<float> out(bf16.size());
+  bf16_to_f32(bf16.data(), out.data(), out.size());
+  return out;
 }
 
 size_t LinearWeight::bytes() const {

@@ -7,7 +7,6 @@
 #include <regex>
 #include <set>
 
-#include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 
 namespace qloom::quant {
@@ -24,13 +23,6 @@ std::string layer_relative_pattern(const std::string& module) {
   static const std::regex layer_prefix(R"(^.*?\.layers\.\d+\.)");
   static const std::regex expert(R"(experts\.\d+\.)");
   return std::regex_replace(std::regex_replace(module, layer_prefix, ""), expert, "experts.*.");
-}
-
-std::vector<float> weight_f32(const engine::LinearWeight& w) {
-  if (w.type == engine::WeightType::kF32) return w.f32;
-  std::vector<float> out(w.bf16.size());
-  bf16_to_f32(w.bf16.data(), out.data(), out.size());
-  return out;
 }
 
 class GptqStage final : public AlgorithmStage {
@@ -124,7 +116,7 @@ void GptqStage::run_stage(LayerSession& s, const std::vector<QuantTarget>& targe
       continue;
     }
     const engine::LinearWeight& w = *t.linear.weight;
-    const std::vector<float> wf = weight_f32(w);
+    const std::vector<float> wf = w.values_f32();
     std::vector<double> H = --users[&h] == 0 ? h.take_hessian() : h.hessian();
     GptqResult r = gptq_quantize(wf.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in), std::move(H),
                                  t.spec, t.scale_dtype, name + ".weight", s.model_dtype(), o, &pool);

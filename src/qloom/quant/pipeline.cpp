@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 
-#include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
@@ -25,13 +24,6 @@ float abs_max(const float* x, int64_t n) {
 void record(std::map<std::string, float>& table, const std::string& module, float amax) {
   auto [it, inserted] = table.emplace(module, amax);
   if (!inserted) it->second = std::max(it->second, amax);
-}
-
-std::vector<float> weight_f32(const engine::LinearWeight& w) {
-  if (w.type == engine::WeightType::kF32) return w.f32;
-  std::vector<float> out(w.bf16.size());
-  bf16_to_f32(w.bf16.data(), out.data(), out.size());
-  return out;
 }
 
 }  // namespace
@@ -189,7 +181,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
     // Round-to-nearest for every linear no stage claimed.
     for (const QuantTarget& t : s.pending()) {
       const engine::LinearWeight& w = *t.linear.weight;
-      const std::vector<float> wf = weight_f32(w);
+      const std::vector<float> wf = w.values_f32();
       QuantizedTensor qt = quantize_weight(wf.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in),
                                            t.spec, t.scale_dtype, t.linear.name + ".weight", p.req.model_dtype,
                                            p.runner->pool().size());

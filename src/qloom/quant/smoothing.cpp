@@ -64,10 +64,8 @@ void divide_norm_weight(std::vector<float>& w, std::span<const float> s, NormFor
 
 void linear_to_f32(engine::LinearWeight& w) {
   if (w.type == engine::WeightType::kF32) return;
-  w.f32.resize(w.bf16.size());
-  for (size_t i = 0; i < w.bf16.size(); ++i) w.f32[i] = bf16_to_float(w.bf16[i]);
-  w.bf16.clear();
-  w.bf16.shrink_to_fit();
+  w.f32 = w.values_f32();
+  std::vector<uint16_t>().swap(w.bf16);
   w.type = engine::WeightType::kF32;
 }
 
