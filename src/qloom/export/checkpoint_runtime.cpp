@@ -16,10 +16,6 @@ namespace {
 
 constexpr std::string_view kWeightSuffix = ".weight";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Activation quantization of one linear: spec + the checkpoint's static qparams.
 struct ActivationSim {
   quant::QuantSpec spec;
@@ -41,16 +37,11 @@ class QuarkWeightSource final : public engine::WeightSource {
   bool contains(const std::string& name) const override { return plain_->contains(name); }
 
   engine::HostTensor load(const std::string& name) const override {
-    if (!ends_with(name, kWeightSuffix)) return plain_->load(name);
+    if (!std::string_view(name).ends_with(kWeightSuffix)) return plain_->load(name);
     const std::string module = name.substr(0, name.size() - kWeightSuffix.size());
     const auto it = specs_.find(module);
     if (it == specs_.end()) return plain_->load(name);
-    const io::WeightIndex& w = dir_.weights();
-    const TensorLookup lookup = [&](const std::string& n) -> std::optional<io::TensorView> {
-      if (w.find(n) == nullptr) return std::nullopt;
-      return w.view(n);
-    };
-    const quant::QuantizedTensor qt = unpack_quantized_weight(module, it->second, lookup, order_);
+    const quant::QuantizedTensor qt = unpack_quantized_weight(module, it->second, index_lookup(dir_.weights()), order_);
     engine::HostTensor t;
     t.dtype = DType::kF32;
     t.shape.assign(qt.shape.begin(), qt.shape.end());
@@ -107,15 +98,10 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
     throw Error(ErrorKind::kUnsupported, file, "quantization_config.quant_method",
                 "only Quark checkpoints (quant_method \"quark\") can be evaluated",
                 "evaluate the unquantized source, or export with qloom quantize");
-  PackOrder order = PackOrder::kReorder;
-  if (auto e = qc.find("export"); e != qc.end() && e->is_object() && e->value("pack_method", "reorder") == "order")
-    order = PackOrder::kSequential;
+  const PackOrder order = pack_order_of(qc);
 
   const io::WeightIndex& w = dir.weights();
-  const TensorLookup lookup = [&](const std::string& n) -> std::optional<io::TensorView> {
-    if (w.find(n) == nullptr) return std::nullopt;
-    return w.view(n);
-  };
+  const TensorLookup lookup = index_lookup(w);
   std::unordered_map<std::string, quant::QuantSpec> weight_specs;
   auto sims = std::make_shared<SimMap>();
   size_t quantized = 0, act_sim = 0, kv_sim = 0;

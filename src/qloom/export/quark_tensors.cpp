@@ -545,6 +545,19 @@ std::vector<ExportedTensor> pack_activation_qparams(const std::string& module, A
   return res;
 }
 
+TensorLookup index_lookup(const io::WeightIndex& index) {
+  return [&index](const std::string& name) -> std::optional<io::TensorView> {
+    if (index.find(name) == nullptr) return std::nullopt;
+    return index.view(name);
+  };
+}
+
+PackOrder pack_order_of(const nlohmann::json& qc) {
+  if (auto e = qc.find("export"); e != qc.end() && e->is_object() && e->value("pack_method", "reorder") == "order")
+    return PackOrder::kSequential;
+  return PackOrder::kReorder;
+}
+
 float merged_kv_scale(float k_scale, float v_scale, double min_kv_scale, DType scale_dtype) {
   const float m = round_to_dtype(static_cast<float>(min_kv_scale), scale_dtype);
   return std::max({k_scale, v_scale, m});

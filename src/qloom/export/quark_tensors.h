@@ -55,9 +55,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "qloom/core/dtype.h"
 #include "qloom/core/int4_pack.h"
 #include "qloom/io/safetensors_reader.h"
+#include "qloom/io/weight_index.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/quant/quant_spec.h"
 #include "qloom/quant/quantized_tensor.h"
@@ -133,6 +136,12 @@ std::vector<ExportedTensor> pack_activation_qparams(const std::string& module, A
 
 // Looks up a tensor of the checkpoint by full name; nullopt when absent.
 using TensorLookup = std::function<std::optional<io::TensorView>(const std::string&)>;
+// The lookup over a checkpoint's weights; `index` must outlive it.
+TensorLookup index_lookup(const io::WeightIndex& index);
+// The packing order a checkpoint's quantization_config says it used
+// (export.pack_method "order" -> kSequential, anything else -> kReorder,
+// Quark's default).
+PackOrder pack_order_of(const nlohmann::json& quantization_config);
 
 // Reads <module>.weight / .weight_scale / .weight_zero_point back into a
 // QuantizedTensor with `spec` (exactly what pack_quantized_weight was given,

@@ -123,16 +123,11 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
   }
   const nlohmann::json& qc = *qc_it;
   const bool rtn = !qc.contains("algo_config") || qc["algo_config"].is_null();
-  PackOrder order = PackOrder::kReorder;
-  if (auto e = qc.find("export"); e != qc.end() && e->is_object() && e->value("pack_method", "reorder") == "order")
-    order = PackOrder::kSequential;
+  const PackOrder order = exporter::pack_order_of(qc);
 
   const io::WeightIndex& sw = source.weights();
   const io::WeightIndex& qw = quantized.weights();
-  const exporter::TensorLookup lookup = [&](const std::string& name) -> std::optional<io::TensorView> {
-    if (qw.find(name) == nullptr) return std::nullopt;
-    return qw.view(name);
-  };
+  const exporter::TensorLookup lookup = exporter::index_lookup(qw);
   const std::optional<DType> model_dtype = exporter::config_model_dtype(source.config());
 
   uint64_t checked = 0, failed = 0, reproduced = 0;
