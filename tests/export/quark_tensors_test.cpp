@@ -17,6 +17,7 @@
 #include "qloom/core/float_codec.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_tensors.h"
+#include "qloom/quant/quantize_ref.h"
 #include "qloom/io/json_read.h"
 #include "qloom/io/safetensors_reader.h"
 #include "support/expect_error.h"
@@ -474,11 +475,11 @@ TEST(QuarkUnpack, ErrorsNameTheTensor) {
 }
 
 TEST(QuarkKv, MergedScaleIsTheMaxClampedBelow) {
-  EXPECT_EQ(merged_kv_scale(0.25f, 0.5f, 0.0, DType::kBF16), 0.5f);
-  EXPECT_EQ(merged_kv_scale(0.25f, 0.125f, 0.0, DType::kBF16), 0.25f);
+  EXPECT_EQ(quant::kv_group_scale(0.25f, 0.5f, 0.0f, DType::kBF16), 0.5f);
+  EXPECT_EQ(quant::kv_group_scale(0.25f, 0.125f, 0.0f, DType::kBF16), 0.25f);
   // min_kv_scale is rounded to the scale dtype first, like
   // torch.tensor(min_kv_scale, dtype=kv_scale.dtype).
-  EXPECT_EQ(merged_kv_scale(0.25f, 0.125f, 1.1, DType::kBF16), bf16r(1.1f));
+  EXPECT_EQ(quant::kv_group_scale(0.25f, 0.125f, static_cast<float>(1.1), DType::kBF16), bf16r(1.1f));
 }
 
 // ---- bit-exact against Quark's own export ---------------------------------------------------
@@ -611,7 +612,7 @@ TEST(QuarkGolden, KvOutputScalesAreMergedPerLayer) {
   auto v = read("model.layers.0.self_attn.v_proj");
   ASSERT_TRUE(k && v);
   EXPECT_EQ(k->scale, v->scale);
-  EXPECT_EQ(merged_kv_scale(k->scale, v->scale, 0.0, DType::kBF16), k->scale);
+  EXPECT_EQ(quant::kv_group_scale(k->scale, v->scale, 0.0f, DType::kBF16), k->scale);
 }
 
 }  // namespace

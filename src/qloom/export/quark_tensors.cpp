@@ -332,14 +332,10 @@ int32_t zp_max(QDtype d) {
 // ---- public: dtypes and specs ----------------------------------------------------
 
 float round_to_dtype(float x, DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return x;
-    case DType::kBF16: return bf16_to_float(float_to_bf16(x));
-    case DType::kF16: return f16_to_float(float_to_f16(x));
-    default:
-      throw Error(ErrorKind::kUsage, "", "", "round_to_dtype: " + std::string(dtype_name(dtype)) +
-                                                  " is not a float scale dtype", "");
-  }
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    throw Error(ErrorKind::kUsage, "", "", "round_to_dtype: " + std::string(dtype_name(dtype)) +
+                                                " is not a float scale dtype", "");
+  return quant::detail::round_to(dtype, x);
 }
 
 DType quark_scale_dtype(const QuantSpec& spec, DType model_dtype) {
@@ -556,11 +552,6 @@ PackOrder pack_order_of(const nlohmann::json& qc) {
   if (auto e = qc.find("export"); e != qc.end() && e->is_object() && e->value("pack_method", "reorder") == "order")
     return PackOrder::kSequential;
   return PackOrder::kReorder;
-}
-
-float merged_kv_scale(float k_scale, float v_scale, double min_kv_scale, DType scale_dtype) {
-  const float m = round_to_dtype(static_cast<float>(min_kv_scale), scale_dtype);
-  return std::max({k_scale, v_scale, m});
 }
 
 // ---- public: unpacking -------------------------------------------------------------

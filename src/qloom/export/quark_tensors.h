@@ -167,13 +167,8 @@ std::optional<ActivationQParams> unpack_activation_qparams(const std::string& mo
                                                            ActivationRole role,
                                                            const TensorLookup& lookup);
 
-// The value Quark writes as both k_proj.output_scale and v_proj.output_scale
-// of one attention layer: max(k, v, min_kv_scale), with min_kv_scale first
-// rounded to the scale's dtype (export/main_export/model_post_process.py
-// ModelPostProcessor._build_kv_scale, quark custom mode: every output_scale of
-// a kv_cache_group match is replaced by the group's max, clamped below by
-// torch.tensor(min_kv_scale, dtype=kv_scale.dtype)).
-float merged_kv_scale(float k_scale, float v_scale, double min_kv_scale, DType scale_dtype);
+// The KV group scale Quark writes for k_proj and v_proj is
+// quant::kv_group_scale (quantize_ref.h).
 
 // Converts a float to `dtype` (F32/BF16/F16) and back; what "rounded to the
 // storage dtype" means for scales.
