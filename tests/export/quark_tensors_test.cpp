@@ -108,10 +108,10 @@ TEST(QuarkTensorSpecs, EveryLayout) {
   // An explicit ScaleType fixes the scale dtype.
   QuantSpec f32s = test::fp8_per_tensor();
   f32s.scale_type = "float32";
-  EXPECT_EQ(quark_scale_dtype(f32s, M), DType::kF32);
+  EXPECT_EQ(exporter::quark_scale_dtype(f32s, M), DType::kF32);
   f32s.scale_type = "float16";
-  EXPECT_EQ(quark_scale_dtype(f32s, M), DType::kF16);
-  EXPECT_EQ(quark_scale_dtype(test::int4_per_channel(), DType::kF16), DType::kF16);
+  EXPECT_EQ(exporter::quark_scale_dtype(f32s, M), DType::kF16);
+  EXPECT_EQ(exporter::quark_scale_dtype(test::int4_per_channel(), DType::kF16), DType::kF16);
   EXPECT_EQ(quark_zero_point_dtype(test::fp8_per_tensor()), std::nullopt);
   EXPECT_EQ(quark_zero_point_dtype(test::int4_per_channel()), DType::kI32);
   EXPECT_EQ(describe(quark_activation_specs(kMod, ActivationRole::kOutput, test::fp8_kv(), M)),
@@ -369,7 +369,7 @@ QuantizedTensor random_qt(const QuantSpec& s, uint64_t out, uint64_t in, DType m
                       : s.qscheme == QScheme::kPerChannel ? out
                                                           : out * (in / static_cast<uint64_t>(s.group_size));
   std::uniform_real_distribution<float> sc(1e-4f, 1.0f);
-  const DType sd = quark_scale_dtype(s, m);
+  const DType sd = exporter::quark_scale_dtype(s, m);
   qt.scale_dtype = sd == DType::kU8 ? DType::kE8M0 : sd;
   for (uint64_t i = 0; i < ns; ++i) {
     if (sd == DType::kU8)
@@ -544,7 +544,7 @@ TEST(QuarkGolden, PackAndUnpackMatchQuarkBitForBit) {
     EXPECT_EQ(got.zero_points, expect.zero_points);
     EXPECT_EQ(got.scale_dtype, expect.scale_dtype);
     EXPECT_EQ(got.scale_dtype == DType::kE8M0 ? DType::kU8 : got.scale_dtype,
-              quark_scale_dtype(spec, DType::kBF16));
+              exporter::quark_scale_dtype(spec, DType::kBF16));
 
     // Quark pads int4 words when out_features (172 for gate_proj) is not a
     // multiple of 8 but cannot import that; qloom reads it and refuses to
