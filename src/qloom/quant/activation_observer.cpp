@@ -6,15 +6,16 @@
 #include <mutex>
 
 namespace qloom::quant {
-namespace {
-
 float abs_max(const float* x, int64_t n) {
   float m = 0.0f;
   for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(x[i]));  // fmax drops NaN
   return m;
 }
 
-}  // namespace
+void record_amax(std::map<std::string, float>& table, const std::string& module, float amax) {
+  auto [it, inserted] = table.emplace(module, amax);
+  if (!inserted) it->second = std::max(it->second, amax);
+}
 
 AmaxObservation observe_activation_amax(engine::Model& model, const CalibrationData& data,
                                         const std::set<std::string>& input_modules,
@@ -25,8 +26,7 @@ AmaxObservation observe_activation_amax(engine::Model& model, const CalibrationD
   std::mutex mu;  // hooks may run on several threads (MoE experts)
   auto record = [&](std::map<std::string, float>& table, const std::string& module, float amax) {
     std::lock_guard<std::mutex> lock(mu);
-    auto [it, inserted] = table.emplace(module, amax);
-    if (!inserted) it->second = std::max(it->second, amax);
+    record_amax(table, module, amax);
   };
   engine::ForwardHooks hooks;
   if (!input_modules.empty())

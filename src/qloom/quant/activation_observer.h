@@ -23,6 +23,11 @@ struct AmaxObservation {
   double seconds = 0;
 };
 
+// max |x_i| over x[0..n), NaN ignored (0 for n == 0).
+float abs_max(const float* x, int64_t n);
+// table[module] = max(table[module], amax), inserting when absent.
+void record_amax(std::map<std::string, float>& table, const std::string& module, float amax);
+
 // Called after each sample: samples done, total, seconds elapsed.
 using CalibrationProgress = std::function<void(size_t, size_t, double)>;
 

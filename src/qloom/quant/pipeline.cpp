@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/activation_observer.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 
@@ -14,17 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-float abs_max(const float* x, int64_t n) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(x[i]));  // fmax drops NaN
-  return m;
-}
-
-void record(std::map<std::string, float>& table, const std::string& module, float amax) {
-  auto [it, inserted] = table.emplace(module, amax);
-  if (!inserted) it->second = std::max(it->second, amax);
-}
 
 }  // namespace
 
@@ -160,11 +150,11 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
     engine::ForwardHooks hooks;
     if (!p.req.observe_inputs.empty())
       hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
-        if (p.req.observe_inputs.count(s.module)) record(out.input_amax, s.module, abs_max(x, rows * cols));
+        if (p.req.observe_inputs.count(s.module)) record_amax(out.input_amax, s.module, abs_max(x, rows * cols));
       };
     if (!p.req.observe_outputs.empty())
       hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
-        if (p.req.observe_outputs.count(s.module)) record(out.output_amax, s.module, abs_max(y, rows * cols));
+        if (p.req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, abs_max(y, rows * cols));
       };
     for (size_t s = 0; s < p.acts.size(); ++s) p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
   };
@@ -220,7 +210,7 @@ std::map<std::string, float> CalibrationPipeline::finish() {
       normed.resize(p.acts[s].size());
       p.runner->final_norm(p.acts[s].data(), p.lengths[s], normed.data());
       const float a = abs_max(normed.data(), static_cast<int64_t>(normed.size()));
-      for (const auto& m : heads) record(amax, m, a);
+      for (const auto& m : heads) record_amax(amax, m, a);
     }
   }
   for (auto& st : p.stages) st->finish(p.summary);
