@@ -91,50 +91,57 @@ Threshold resolve_threshold(std::optional<double> caller, const std::filesystem:
   return {v, "eval_gap_threshold.txt"};
 }
 
+namespace {
+
+// The statistics both paired estimates start from: mean and sd of each side
+// and of the differences quantized - source, and sqrt(n).
+struct Paired {
+  MeanSd source, quantized, diff;
+  double root_n = 1;
+};
+Paired paired_stats(const std::vector<double>& source, const std::vector<double>& quantized) {
+  check_pairs(source, quantized);
+  std::vector<double> d(source.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = quantized[i] - source[i];
+  return {mean_sd(source), mean_sd(quantized), mean_sd(d), std::sqrt(double(source.size()))};
+}
+
+}  // namespace
+
 GapEstimate paired_accuracy_gap(std::string metric_name, const std::vector<double>& source,
                                 const std::vector<double>& quantized) {
-  check_pairs(source, quantized);
+  const Paired p = paired_stats(source, quantized);
   GapEstimate g;
   g.metric_name = std::move(metric_name);
   g.direction = MetricDirection::kHigherIsBetter;
   g.n = source.size();
-  const MeanSd s = mean_sd(source), q = mean_sd(quantized);
-  std::vector<double> d(source.size());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = source[i] - quantized[i];
-  const MeanSd dd = mean_sd(d);
-  const double rn = std::sqrt(double(g.n));
-  g.source_score = s.mean;
-  g.quantized_score = q.mean;
-  g.source_stderr = s.sd / rn;
-  g.quantized_stderr = q.sd / rn;
-  g.relative_gap = relative_gap(s.mean, q.mean, g.direction);
-  if (s.mean == 0.0) {
+  g.source_score = p.source.mean;
+  g.quantized_score = p.quantized.mean;
+  g.source_stderr = p.source.sd / p.root_n;
+  g.quantized_stderr = p.quantized.sd / p.root_n;
+  g.relative_gap = relative_gap(p.source.mean, p.quantized.mean, g.direction);
+  if (p.source.mean == 0.0) {
     g.gap_stderr = 0;
     g.note = "source score is 0: the relative gap is undefined; reported as 0 when the quantized model is no worse, else 1";
   } else {
-    g.gap_stderr = dd.sd / rn / std::fabs(s.mean);
+    g.gap_stderr = p.diff.sd / p.root_n / std::fabs(p.source.mean);
   }
   return g;
 }
 
 GapEstimate paired_ppl_gap(std::string metric_name, const std::vector<double>& source_nll,
                            const std::vector<double>& quantized_nll) {
-  check_pairs(source_nll, quantized_nll);
+  const Paired p = paired_stats(source_nll, quantized_nll);
   GapEstimate g;
   g.metric_name = std::move(metric_name);
   g.direction = MetricDirection::kLowerIsBetter;
   g.n = source_nll.size();
-  const MeanSd s = mean_sd(source_nll), q = mean_sd(quantized_nll);
-  std::vector<double> d(source_nll.size());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = quantized_nll[i] - source_nll[i];
-  const MeanSd dd = mean_sd(d);
-  const double rn = std::sqrt(double(g.n));
-  g.source_score = std::exp(s.mean);
-  g.quantized_score = std::exp(q.mean);
-  g.source_stderr = g.source_score * s.sd / rn;
-  g.quantized_stderr = g.quantized_score * q.sd / rn;
-  g.relative_gap = std::max(0.0, std::exp(dd.mean) - 1.0);
-  g.gap_stderr = std::exp(dd.mean) * dd.sd / rn;
+  g.source_score = std::exp(p.source.mean);
+  g.quantized_score = std::exp(p.quantized.mean);
+  g.source_stderr = g.source_score * p.source.sd / p.root_n;
+  g.quantized_stderr = g.quantized_score * p.quantized.sd / p.root_n;
+  g.relative_gap = std::max(0.0, std::exp(p.diff.mean) - 1.0);
+  g.gap_stderr = std::exp(p.diff.mean) * p.diff.sd / p.root_n;
   return g;
 }
 
