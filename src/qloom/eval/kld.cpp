@@ -8,15 +8,6 @@
 namespace qloom::eval {
 namespace {
 
-// log-sum-exp of a row, in double.
-double log_sum_exp(const float* x, int64_t n) {
-  float mx = x[0];
-  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += std::exp(double(x[i]) - double(mx));
-  return double(mx) + std::log(s);
-}
-
 // llama.cpp's mean_and_uncertainty.
 std::pair<double, double> mean_and_unc(double sum, double sum2, int64_t count) {
   if (count < 1) return {0.0, 0.0};
@@ -27,26 +18,6 @@ std::pair<double, double> mean_and_unc(double sum, double sum2, int64_t count) {
 }
 
 }  // namespace
-
-double kl_divergence(const float* p_logits, const float* q_logits, int64_t vocab) {
-  const double lp = log_sum_exp(p_logits, vocab);
-  const double lq = log_sum_exp(q_logits, vocab);
-  double kl = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
-    const double log_p = double(p_logits[i]) - lp;
-    const double log_q = double(q_logits[i]) - lq;
-    const double p = std::exp(log_p);
-    if (p > 0) kl += p * (log_p - log_q);
-  }
-  return kl;
-}
-
-int64_t argmax(const float* logits, int64_t vocab) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < vocab; ++i)
-    if (logits[i] > logits[best]) best = i;
-  return best;
-}
 
 double percentile_sorted(const std::vector<double>& v, double fraction) {
   if (v.empty()) return 0.0;

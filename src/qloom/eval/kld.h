@@ -19,14 +19,13 @@
 
 #include "qloom/engine/model.h"
 #include "qloom/eval/perplexity.h"
+#include "qloom/quant/distortion.h"
 
 namespace qloom::eval {
 
-// KL(p || q) of softmax(p_logits) and softmax(q_logits), in nats (double).
-double kl_divergence(const float* p_logits, const float* q_logits, int64_t vocab);
-
-// Index of the largest logit (first on ties).
-int64_t argmax(const float* logits, int64_t vocab);
+// KL(p || q) of two logit rows and the top token: quant/distortion.h.
+using quant::argmax;
+using quant::kl_divergence;
 
 // llama.cpp's percentile: values sorted ascending, fraction in [0,1].
 double percentile_sorted(const std::vector<double>& sorted, double fraction);

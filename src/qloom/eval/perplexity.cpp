@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/distortion.h"
 
 namespace qloom::eval {
 
@@ -55,11 +56,7 @@ std::vector<int32_t> window_tokens(const std::vector<int32_t>& doc, const Window
 }
 
 double token_nll(const float* logits, int64_t vocab, int32_t target) {
-  float mx = logits[0];
-  for (int64_t i = 1; i < vocab; ++i) mx = std::max(mx, logits[i]);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - double(mx));
-  return double(mx) + std::log(sum) - double(logits[target]);
+  return quant::log_sum_exp(logits, vocab) - double(logits[target]);
 }
 
 double NllStats::ppl() const { return std::exp(mean()); }

@@ -1,5 +1,6 @@
 #include "qloom/quant/distortion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -39,6 +40,34 @@ DistortionStats measure_distortion(const float* ref, const float* approx, uint64
     s.rel_l2 = std::sqrt(err / sig);
   }
   return s;
+}
+
+double log_sum_exp(const float* x, int64_t n) {
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::exp(double(x[i]) - double(mx));
+  return double(mx) + std::log(s);
+}
+
+double kl_divergence(const float* p_logits, const float* q_logits, int64_t vocab) {
+  const double lp = log_sum_exp(p_logits, vocab);
+  const double lq = log_sum_exp(q_logits, vocab);
+  double kl = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const double log_p = double(p_logits[i]) - lp;
+    const double log_q = double(q_logits[i]) - lq;
+    const double p = std::exp(log_p);
+    if (p > 0) kl += p * (log_p - log_q);
+  }
+  return kl;
+}
+
+int64_t argmax(const float* logits, int64_t vocab) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < vocab; ++i)
+    if (logits[i] > logits[best]) best = i;
+  return best;
 }
 
 }  // namespace qloom::quant

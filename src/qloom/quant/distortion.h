@@ -23,4 +23,15 @@ struct DistortionStats {
 // NaN in either input makes mse, sqnr_db, rel_l2 and max_abs_err NaN.
 DistortionStats measure_distortion(const float* ref, const float* approx, uint64_t n);
 
+// The same question for a model's output: how far a quantized model's next-
+// token distribution is from the source's, one row of logits at a time
+// (eval's kld task, validate's engine window).
+// log(sum_i exp(x_i)) of a row, in double (n >= 1).
+double log_sum_exp(const float* x, int64_t n);
+// KL(p || q) of softmax(p_logits) and softmax(q_logits), in nats (double);
+// terms with p_i == 0 contribute 0.
+double kl_divergence(const float* p_logits, const float* q_logits, int64_t vocab);
+// Index of the largest logit (first on ties).
+int64_t argmax(const float* logits, int64_t vocab);
+
 }  // namespace qloom::quant

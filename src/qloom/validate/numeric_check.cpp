@@ -74,26 +74,10 @@ WindowResult engine_window(const io::ModelDir& source, const io::ModelDir& quant
   for (size_t t = 0; t < ids.size(); ++t) {
     const float* pa = a.data() + t * static_cast<size_t>(vocab);
     const float* pb = b.data() + t * static_cast<size_t>(vocab);
-    double ma = -INFINITY, mb = -INFINITY;
-    size_t arg_a = 0, arg_b = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
+    for (int64_t v = 0; v < vocab; ++v)
       if (!std::isfinite(pb[v])) r.finite = false;
-      if (pa[v] > ma) { ma = pa[v]; arg_a = static_cast<size_t>(v); }
-      if (pb[v] > mb) { mb = pb[v]; arg_b = static_cast<size_t>(v); }
-    }
-    agree += arg_a == arg_b;
-    double za = 0, zb = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      za += std::exp(pa[v] - ma);
-      zb += std::exp(pb[v] - mb);
-    }
-    const double la = ma + std::log(za), lb = mb + std::log(zb);
-    double kld = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double lpa = pa[v] - la, lpb = pb[v] - lb;
-      kld += std::exp(lpa) * (lpa - lpb);
-    }
-    r.kld_mean += kld;
+    agree += quant::argmax(pa, vocab) == quant::argmax(pb, vocab);
+    r.kld_mean += quant::kl_divergence(pa, pb, vocab);
   }
   r.kld_mean /= static_cast<double>(ids.size());
   r.top1 = static_cast<double>(agree) / static_cast<double>(ids.size());
