@@ -13,11 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "qloom/core/error.h"
+#include "qloom/io/text_file.h"
 #include "qloom/engine/sentencepiece_model.h"
 #include "qloom/engine/tokenizer_pipeline.h"
 #include "qloom/engine/unicode.h"
@@ -39,15 +38,6 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw_errno(errno, p.string(), "open", false);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_errno(errno, p.string(), "read", false);
-  return ss.str();
-}
 
 std::optional<int32_t> first_known(const Tokenizer& t, std::initializer_list<const char*> names) {
   for (const char* n : names) {
@@ -96,7 +86,7 @@ Tokenizer Tokenizer::load(const fs::path& dir) {
   nlohmann::json cfg = nlohmann::json::object();
   if (fs::is_regular_file(cfg_file, ec)) {
     try {
-      cfg = nlohmann::json::parse(read_text(cfg_file));
+      cfg = nlohmann::json::parse(io::read_text_file(cfg_file));
     } catch (const nlohmann::json::parse_error& e) {
       throw_invalid(cfg_file.string(), "", std::string("not valid JSON: ") + e.what());
     }
@@ -107,7 +97,7 @@ Tokenizer Tokenizer::load(const fs::path& dir) {
   const auto eos_name = config_token(cfg, "eos_token", cfg_name);
 
   if (fs::is_regular_file(json_file, ec)) {
-    Tokenizer t = from_json(read_text(json_file), json_file.string());
+    Tokenizer t = from_json(io::read_text_file(json_file), json_file.string());
     Impl& im = *t.impl_;
     if (bos_name) im.bos = t.token_to_id(*bos_name);
     if (eos_name) im.eos = t.token_to_id(*eos_name);

@@ -1,8 +1,5 @@
 #include "qloom/eval/datasets.h"
 
-#include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -71,17 +68,6 @@ std::string wikitext_hf_join(std::string_view raw) {
     if (!blank) out += line;
   }
   return out;
-}
-
-std::string read_text_file(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw_not_found(path.string(), "", "file does not exist");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_errno(errno, path.string(), "open", false);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_errno(errno, path.string(), "read", false);
-  return ss.str();
 }
 
 TextDataset load_text_dataset(const std::string& spec) {

@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include "qloom/io/text_file.h"
+
 namespace qloom::eval {
 
 // Path of a bundled file under data/datasets/, e.g. "gsm8k/train.jsonl",
@@ -60,7 +62,7 @@ struct Gsm8kDoc {
 // lines skipped). Throws kInvalidInput naming the file and line.
 std::vector<Gsm8kDoc> load_gsm8k_jsonl(const std::filesystem::path& path);
 
-// Reads a whole file. Throws kNotFound when it does not exist.
-std::string read_text_file(const std::filesystem::path& path);
+// Reads a whole file (io/text_file.h). Throws kNotFound when it does not exist.
+using io::read_text_file;
 
 }  // namespace qloom::eval

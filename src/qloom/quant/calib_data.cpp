@@ -2,27 +2,19 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
 #include "qloom/engine/tokenizer.h"
 #include "qloom/io/data_files.h"
+#include "qloom/io/text_file.h"
 
 namespace qloom::quant {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kDefaultSample = "datasets/calibration/c4.utf8";
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kNotFound, p.string(), "", "cannot open the calibration data set", "check --dataset");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
@@ -105,8 +97,8 @@ CalibrationData load_calibration_data(const fs::path& model_dir, const Calibrati
   const engine::Tokenizer tok = engine::Tokenizer::load(model_dir);
   std::vector<std::string> docs;
   if (file.extension() == ".jsonl") docs = jsonl_texts(file);
-  else if (lines_are_documents) docs = split_lines(read_all(file));
-  else docs.push_back(read_all(file));
+  else if (lines_are_documents) docs = split_lines(io::read_text_file(file));
+  else docs.push_back(io::read_text_file(file));
 
   if (docs.size() == 1) {
     // One long document: consecutive windows of seq_len tokens.

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
+#include "qloom/io/text_file.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/validate/checkpoint_pair.h"
@@ -26,14 +26,6 @@ namespace fs = std::filesystem;
 using oj = nlohmann::ordered_json;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw_errno(errno, p.string(), "opening", /*writing=*/false);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -129,7 +121,7 @@ void write_fake_quark_checkpoint(const fs::path& source_dir, const fs::path& out
     fs::copy_file(source_dir / f, out_dir / f, ec);
     if (ec) throw_errno(ec.value(), (out_dir / f).string(), "copying", /*writing=*/true);
   }
-  oj config = oj::parse(read_text(source_dir / "config.json"));
+  oj config = oj::parse(io::read_text_file(source_dir / "config.json"));
   config["quantization_config"] = fake_quantization_config(o);
   write_text(out_dir / "config.json", config.dump(2) + "\n");
 
@@ -268,7 +260,7 @@ struct SelfTestCase {
 
 // Changes one byte of a file in place, keeping its size.
 void change_byte(const fs::path& file, char from, char to) {
-  std::string text = read_text(file);
+  std::string text = io::read_text_file(file);
   const size_t at = text.find(from);
   if (at == std::string::npos)
     throw Error(ErrorKind::kInternal, file.string(), "", "self-test: nothing to change");
@@ -295,14 +287,14 @@ std::vector<SelfTestCase> self_test_cases() {
                    }});
   cases.push_back({"config.json: a key changed", 3, [plain](const fs::path& s, const fs::path& o) {
                      plain(s, o);
-                     oj c = oj::parse(read_text(o / "config.json"));
+                     oj c = oj::parse(io::read_text_file(o / "config.json"));
                      c["rms_norm_eps"] = 1e-06;
                      write_text(o / "config.json", c.dump(2) + "\n");
                    }});
   cases.push_back({"config.json: quantization_config missing", 3,
                    [plain](const fs::path& s, const fs::path& o) {
                      plain(s, o);
-                     oj c = oj::parse(read_text(o / "config.json"));
+                     oj c = oj::parse(io::read_text_file(o / "config.json"));
                      c.erase("quantization_config");
                      write_text(o / "config.json", c.dump(2) + "\n");
                    }});
