@@ -21,32 +21,13 @@ constexpr std::array<std::string_view, 11> kTokenizerNames = {
     "vocab.json",         "merges.txt",        "added_tokens.json",     "vocab.txt",
     "spiece.model",       "chat_template.jinja", "chat_template.json"};
 
-bool ends_with(std::string_view s, std::string_view suf) {
-  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
-
-bool is_safetensors_weight(std::string_view n) {
-  return ends_with(n, ".safetensors") || ends_with(n, ".safetensors.index.json");
-}
-
-bool is_pickle_weight(std::string_view n) {
-  for (std::string_view ext : {".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle"}) {
-    if (ends_with(n, ext)) return true;
-    if (ends_with(n, std::string(ext) + ".index.json")) return true;
+// A file with one of `exts`, or its "<ext>.index.json" shard index.
+bool has_weight_ext(std::string_view n, std::initializer_list<std::string_view> exts) {
+  for (std::string_view ext : exts) {
+    if (n.ends_with(ext)) return true;
+    if (n.ends_with(std::string(ext) + ".index.json")) return true;
   }
   return false;
-}
-
-bool is_other_weight(std::string_view n) {
-  for (std::string_view ext : {".h5", ".msgpack", ".gguf", ".onnx", ".ot", ".tflite", ".keras"}) {
-    if (ends_with(n, ext)) return true;
-    if (ends_with(n, std::string(ext) + ".index.json")) return true;
-  }
-  return false;
-}
-
-bool is_tokenizer(std::string_view n) {
-  return std::find(kTokenizerNames.begin(), kTokenizerNames.end(), n) != kTokenizerNames.end();
 }
 
 // Looks `key` up in a JSON object; nullptr when absent or not an object.
@@ -70,6 +51,22 @@ nlohmann::json read_json_object(const fs::path& file, const char* what) {
 }
 
 }  // namespace
+
+bool is_safetensors_weight_file(std::string_view n) {
+  return n.ends_with(".safetensors") || n.ends_with(".safetensors.index.json");
+}
+
+bool is_pickle_weight_file(std::string_view n) {
+  return has_weight_ext(n, {".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle"});
+}
+
+bool is_other_weight_file(std::string_view n) {
+  return has_weight_ext(n, {".h5", ".msgpack", ".gguf", ".onnx", ".ot", ".tflite", ".keras"});
+}
+
+bool is_tokenizer_file(std::string_view n) {
+  return std::find(kTokenizerNames.begin(), kTokenizerNames.end(), n) != kTokenizerNames.end();
+}
 
 struct ModelDir::Impl {
   fs::path dir;
@@ -117,12 +114,12 @@ ModelDir ModelDir::open(const fs::path& dir, bool open_weights) {
       const std::string name = it->path().filename().string();
       std::error_code ec2;
       if (!it->is_regular_file(ec2)) continue;  // dirs, dangling links, sockets...
-      if (is_safetensors_weight(name)) impl->weight_files.push_back(name);
-      else if (is_pickle_weight(name)) impl->pickle_files.push_back(name);
-      else if (is_other_weight(name)) impl->other_weight_files.push_back(name);
+      if (is_safetensors_weight_file(name)) impl->weight_files.push_back(name);
+      else if (is_pickle_weight_file(name)) impl->pickle_files.push_back(name);
+      else if (is_other_weight_file(name)) impl->other_weight_files.push_back(name);
       else {
         impl->aux_files.push_back(name);
-        if (is_tokenizer(name)) impl->tokenizer_files.push_back(name);
+        if (is_tokenizer_file(name)) impl->tokenizer_files.push_back(name);
         else if (name != "config.json" && name != "generation_config.json")
           impl->other_files.push_back(name);
       }

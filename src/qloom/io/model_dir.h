@@ -17,6 +17,16 @@
 
 namespace qloom::io {
 
+// How ModelDir sorts a top-level file name (also what the hub downloader
+// fetches): *.safetensors and their index; pickle checkpoints (*.bin, *.pt,
+// *.pth, *.ckpt, *.pkl, *.pickle) and other frameworks' weights (*.h5,
+// *.msgpack, *.gguf, *.onnx, *.ot, *.tflite, *.keras), each with their
+// "*.index.json"; the tokenizer files listed at tokenizer_files().
+bool is_safetensors_weight_file(std::string_view name);
+bool is_pickle_weight_file(std::string_view name);
+bool is_other_weight_file(std::string_view name);
+bool is_tokenizer_file(std::string_view name);
+
 class ModelDir {
  public:
   // Opens `dir`: it must be a readable directory holding config.json (a JSON
