@@ -20,12 +20,7 @@ StepResult check_auxiliary_files(const CheckpointPair& pair, const ValidateOptio
   StepResult r;
   r.number = 1;
   r.title = kAuxiliaryTitle;
-  if (!pair.source()) {
-    r.status = StepResult::kSkipped;
-    r.summary = "no source model given";
-    r.data["reason"] = "no_source";
-    return r;
-  }
+  if (!pair.source()) return detail::skipped(std::move(r), "no source model given", "no_source");
 
   std::vector<std::string> files;
   for (const auto& f : pair.source()->aux_files())

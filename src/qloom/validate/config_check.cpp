@@ -147,12 +147,7 @@ StepResult check_config(const CheckpointPair& pair, const ValidateOptions& opts)
   StepResult r;
   r.number = 3;
   r.title = kConfigTitle;
-  if (!pair.source()) {
-    r.status = StepResult::kSkipped;
-    r.summary = "no source model given";
-    r.data["reason"] = "no_source";
-    return r;
-  }
+  if (!pair.source()) return detail::skipped(std::move(r), "no source model given", "no_source");
   if (!pair.quantized()) {
     r.status = StepResult::kFail;
     r.summary = "the quantized config.json is missing or unreadable: " + pair.quantized_error();

@@ -227,11 +227,10 @@ StepResult check_fuzzy_tensor_names(const CheckpointPair& pair, const ValidateOp
     return r;
   }
   if (!sw) {
-    r.status = StepResult::kSkipped;
-    r.summary = "the source has no readable safetensors weights to compare with (" +
-                pair.source_weights_error() + "); the quantized patterns are listed below";
-    r.data["reason"] = "source_weights_unreadable";
-    return r;
+    return detail::skipped(std::move(r),
+                           "the source has no readable safetensors weights to compare with (" +
+                               pair.source_weights_error() + "); the quantized patterns are listed below",
+                           "source_weights_unreadable");
   }
 
   const size_t problems = missing_patterns.size() + unexpected_patterns.size() +

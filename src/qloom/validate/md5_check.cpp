@@ -123,23 +123,15 @@ StepResult check_excluded_tensors_md5(const CheckpointPair& pair, const Validate
   r.number = 2;
   r.title = kMd5Title;
   r.status = StepResult::kSkipped;
-  if (!pair.source()) {
-    r.summary = "no source model given";
-    r.data["reason"] = "no_source";
-    return r;
-  }
+  if (!pair.source()) return detail::skipped(std::move(r), "no source model given", "no_source");
   const io::WeightIndex* sw = pair.source_weights();
   const io::WeightIndex* qw = pair.quantized_weights();
-  if (!sw) {
-    r.summary = "the source has no readable safetensors weights: " + pair.source_weights_error();
-    r.data["reason"] = "source_weights_unreadable";
-    return r;
-  }
-  if (!qw) {
-    r.summary = "the quantized weights are unreadable, nothing to compare (step 4 reports why)";
-    r.data["reason"] = "quantized_weights_unreadable";
-    return r;
-  }
+  if (!sw)
+    return detail::skipped(std::move(r), "the source has no readable safetensors weights: " + pair.source_weights_error(),
+                           "source_weights_unreadable");
+  if (!qw)
+    return detail::skipped(std::move(r), "the quantized weights are unreadable, nothing to compare (step 4 reports why)",
+                           "quantized_weights_unreadable");
 
   const json* qc = quantization_config(pair);
   std::vector<std::string> exclude = string_list(qc, "exclude");

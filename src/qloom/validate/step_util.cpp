@@ -62,4 +62,11 @@ std::string json_brief(const nlohmann::json& v) {
   return s;
 }
 
+StepResult skipped(StepResult r, std::string summary, const char* reason) {
+  r.status = StepResult::kSkipped;
+  r.summary = std::move(summary);
+  r.data["reason"] = reason;
+  return r;
+}
+
 }  // namespace qloom::validate::detail

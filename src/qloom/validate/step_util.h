@@ -36,6 +36,10 @@ void list_items(StepResult& r, const std::string& label, const std::string& key,
 // Up to `cap` elements of `items` as a JSON array.
 nlohmann::ordered_json capped_array(const std::vector<std::string>& items, size_t cap);
 
+// `r` marked skipped, with `summary` and data["reason"] = `reason`: what a
+// step returns when it cannot run (no source, unreadable weights...).
+StepResult skipped(StepResult r, std::string summary, const char* reason);
+
 // A JSON value on one line, for "path: source / quantized" lines (long values
 // are cut to ~120 characters).
 std::string json_brief(const nlohmann::json& v);

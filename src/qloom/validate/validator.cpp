@@ -4,6 +4,7 @@
 
 #include "qloom/validate/checkpoint_pair.h"
 #include "qloom/validate/checks.h"
+#include "qloom/validate/step_util.h"
 
 namespace qloom::validate {
 
@@ -12,23 +13,18 @@ StepResult run_numeric_step(const CheckpointPair& pair, const ValidateOptions& o
   r.number = 5;
   r.title = kNumericTitle;
   r.status = StepResult::kSkipped;
-  if (!opts.numeric_step) {
-    r.summary = "no numeric checker in this run (dequantize-and-compare and engine load are "
-                "supplied by qloom's quant and engine modules)";
-    r.data["reason"] = "no_numeric_checker";
-    return r;
-  }
-  if (!pair.source()) {
-    r.summary = "no source model given, nothing to compare the dequantized weights with";
-    r.data["reason"] = "no_source";
-    return r;
-  }
-  if (!pair.quantized()) {
-    r.summary = "the quantized directory is not a readable model (see step 3): " +
-                pair.quantized_error();
-    r.data["reason"] = "quantized_unreadable";
-    return r;
-  }
+  if (!opts.numeric_step)
+    return detail::skipped(std::move(r),
+                           "no numeric checker in this run (dequantize-and-compare and engine load are "
+                           "supplied by qloom's quant and engine modules)",
+                           "no_numeric_checker");
+  if (!pair.source())
+    return detail::skipped(std::move(r), "no source model given, nothing to compare the dequantized weights with",
+                           "no_source");
+  if (!pair.quantized())
+    return detail::skipped(std::move(r),
+                           "the quantized directory is not a readable model (see step 3): " + pair.quantized_error(),
+                           "quantized_unreadable");
   try {
     StepResult got = opts.numeric_step(*pair.source(), *pair.quantized());
     got.number = 5;
