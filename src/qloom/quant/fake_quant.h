@@ -8,7 +8,7 @@
 //    fp8: x' = e4m3(clamp(x / scale, +-448)) * scale (RNE, saturating).
 //  - dynamic per_tensor / per_channel (per token, Quark ch_axis 1) /
 //    per_group (MX, along cols): scales from the data itself, computed by
-//    the same reference quantizer as weights (quantize_ref.h) with rows =
+//    the same quantizer as weights (quantize_fast.h, bit-identical to quantize_ref.h) with rows =
 //    tokens, then dequantized.
 // Arithmetic is f32 (the bf16 rounding of intermediate results a bf16 model
 // would see is not reproduced; the difference is below the quantization step).
