@@ -90,10 +90,11 @@ using CalibrationProgressFn = std::function<void(size_t, size_t, double)>;
 // scales come from the same pass (observed on the quantized layers),
 // calib_progress reports layers instead of samples, and quantization_config
 // gets Quark's algo_config.
-// Schemes with static activation scales (fp8, int8) and --kv_cache_dtype fp8
-// first run calibration: the source model (engine, unquantized weights) over
-// the calibration samples, a running max |x| per linear input / KV output,
-// turned into scales as Quark's per-tensor min-max observers do.
+// Schemes with static activation scales (fp8, int8), --kv_cache_dtype fp8 and
+// --quant_algo run the layer-by-layer calibration pipeline (quant/pipeline.h,
+// one decoder layer in memory): a running max |x| per linear input / KV
+// output, turned into scales as Quark's per-tensor min-max observers do
+// (without an algorithm, observed on the float layers, as Quark calibrates).
 QuantizeSummary quantize_model(const QuantizeOptions& opts, const ProgressFn& progress = {},
                                const CalibrationProgressFn& calib_progress = {});
 
