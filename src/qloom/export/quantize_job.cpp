@@ -169,6 +169,18 @@ std::optional<std::vector<std::string>> quark_module_order(const nlohmann::json&
   return modules;
 }
 
+// Writes `value` (a tensor the pipeline changed, checkpoint form) in place
+// of the source tensor `v`: same name, dtype and shape.
+void write_changed(QuarkExporter& ex, const io::TensorView& v, const quant::FloatTensor& value) {
+  if (value.values.size() != v.numel())
+    throw Error(ErrorKind::kInternal, "", v.name(), "a changed layer tensor has another element count than the source");
+  std::vector<std::byte> bytes(v.nbytes());
+  from_f32(v.dtype(), value.values.data(), bytes.data(), value.values.size());
+  io::TensorView changed = v;
+  changed.data = bytes;
+  ex.write_plain(v.name(), changed);
+}
+
 }  // namespace
 
 QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progress,
@@ -192,9 +204,25 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   // --quant_algo: the stages of the layer-by-layer pipeline (unknown or
   // unimplemented names fail here, before anything is written).
   std::vector<std::unique_ptr<quant::AlgorithmStage>> stages;
-  if (!o.quant_algo.empty())
-    for (const auto& name : quant::split_quant_algo(o.quant_algo))
-      stages.push_back(quant::make_algorithm_stage(name, nullptr, src.model_type()));
+  const std::vector<std::string> algos =
+      o.quant_algo.empty() ? std::vector<std::string>{} : quant::split_quant_algo(o.quant_algo);
+  for (const auto& [name, text] : o.algo_configs)
+    if (std::find(algos.begin(), algos.end(), name) == algos.end())
+      throw Error(ErrorKind::kUsage, "", "algo_config." + name,
+                  "a config is given for '" + name + "', which --quant_algo does not run",
+                  "add it to --quant_algo or drop its config");
+  for (const auto& name : algos) {
+    nlohmann::json cfg = nullptr;
+    if (auto it = o.algo_configs.find(name); it != o.algo_configs.end()) {
+      try {
+        cfg = nlohmann::json::parse(it->second);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(ErrorKind::kUsage, "", "algo_config." + name, std::string("not valid JSON: ") + e.what(),
+                    "give a JSON object, e.g. {\"alpha\": 0.5}");
+      }
+    }
+    stages.push_back(quant::make_algorithm_stage(name, cfg, src.model_type()));
+  }
   sum.warnings = sel.warnings;
   sum.exclude = sel.exclude;
 
@@ -340,6 +368,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
         (p.role == ActivationRole::kInput ? pr.observe_inputs : pr.observe_outputs).insert(p.module);
     }
     pr.model_dtype = model_dtype;
+    for (const auto& name : w.tensor_names()) pr.tensor_dtypes[name] = w.find(name)->dtype;
     pr.threads = o.threads;
     const quant::CalibrationData data = load_calibration(o, sum);
     sum.calib_source = data.source;
@@ -372,6 +401,8 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       sum.algo_fallbacks = ps.algo_fallbacks;
       sum.rtn_linears = ps.rtn_linears;
       sum.unrouted_experts = ps.unrouted_experts;
+      sum.scaled_groups = ps.scaled_groups;
+      sum.unscaled_groups = ps.unscaled_groups;
       sum.layer_seconds = ps.layer_seconds;
       sum.calib_activation_bytes = ps.activation_bytes;
       sum.warnings.insert(sum.warnings.end(), ps.warnings.begin(), ps.warnings.end());
@@ -402,7 +433,17 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
     tp.total = n_planned;
     if (p.kind == PlannedKind::kCopy) {
       const io::TensorView v = w.view(p.name);
-      ex.write_plain(p.name, v);
+      const quant::FloatTensor* changed = nullptr;
+      if (layer_out)
+        if (auto it = layer_out->float_tensors.find(p.name); it != layer_out->float_tensors.end()) changed = &it->second;
+      if (changed != nullptr) {
+        // A tensor a stage changed (a norm or producer linear AWQ /
+        // SmoothQuant folded scales into): its new value, in the source dtype
+        // (exact: the pipeline rounded it so).
+        write_changed(ex, v, *changed);
+      } else {
+        ex.write_plain(p.name, v);
+      }
       w.release(p.name);
       tp.name = p.name;
       tp.shape = format_shape(v.shape(), /*compact=*/true);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,10 +22,26 @@ struct QuantizeOptions {
   std::vector<std::pair<std::string, std::string>> layer_quant_scheme;
   std::vector<std::string> exclude_layers;
   // "" = RTN. Otherwise Quark's --quant_algo names, comma-separated, run as
-  // stages of the layer-by-layer calibration pipeline (quant/pipeline.h):
-  // "gptq" (quant/gptq_stage.h, Quark's per-model defaults); names without
-  // a stage yet are refused (kUnsupported).
+  // stages of the layer-by-layer calibration pipeline (quant/pipeline.h) on
+  // each decoder layer in the order given, Quark's per-model defaults:
+  //   "gptq"         quant/gptq_stage.h (quantizes the linears it claims)
+  //   "awq"          quant/awq_stage.h: activation-aware scales searched per
+  //                  scaling group, folded into the norms / producer linears,
+  //                  plus Quark's clip search; weight-only schemes (int4 /
+  //                  uint4 groups) are its use
+  //   "smoothquant"  quant/smoothquant_stage.h: activation outliers migrated
+  //                  into the weights (alpha per model type); for schemes that
+  //                  quantize activations (int8, fp8)
+  // Combinations as Quark allows them: "smoothquant,gptq", "awq,gptq". The
+  // folded norms / producer rows are written with their new values and
+  // listed as scaling_layers in algo_config. Names without a stage yet
+  // (gptaq, qronos, autosmoothquant, rotation) are refused (kUnsupported).
   std::string quant_algo;
+  // Per --quant_algo name, the algorithm's config as a JSON object in Quark's
+  // form, overriding its per-model defaults key by key (e.g. "smoothquant" ->
+  // {"alpha": 0.5}; "awq" -> {"n_grid": 10}); parsed strictly by the stage
+  // (algorithm_registry.h). An entry for a name not in quant_algo is kUsage.
+  std::map<std::string, std::string> algo_configs;
   // Calibration data (quant/calib_data.h): "" or "c4" = the bundled c4
   // sample; Quark's names (pileval, ...) need a local copy
   // ($QLOOM_DATA_DIR/calibration/<name>.jsonl), else a kNotFound error.
@@ -74,6 +91,8 @@ struct QuantizeSummary {
   uint64_t algo_fallbacks = 0;    // the algorithm fell back to RTN (Cholesky failure)
   uint64_t rtn_linears = 0;       // decoder-layer linears quantized by RTN in the pipeline
   uint64_t unrouted_experts = 0;  // MoE expert linears without calibration tokens (RTN, warned)
+  uint64_t scaled_groups = 0;     // AWQ / SmoothQuant: scaling groups folded (summed over layers)
+  uint64_t unscaled_groups = 0;   // AWQ / SmoothQuant: groups left unscaled, no calibration token (warned)
   uint64_t calib_activation_bytes = 0;  // layer inputs held (fp32)
   std::vector<double> layer_seconds;    // wall time per decoder layer
 };

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/awq_stage.h"
 #include "qloom/quant/gptq_stage.h"
+#include "qloom/quant/smoothquant_stage.h"
 
 namespace qloom::quant {
 namespace {
@@ -18,16 +20,19 @@ const std::vector<std::string>& quark_algorithms() {
 
 }  // namespace
 
-std::vector<std::string> implemented_algorithms() { return {"gptq"}; }
+std::vector<std::string> implemented_algorithms() { return {"awq", "gptq", "smoothquant"}; }
 
 std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
-                                                     const std::string& /*model_type*/) {
+                                                     const std::string& model_type) {
   if (name == "gptq") return make_gptq_stage(GptqConfig::from_json(config));
+  if (name == "awq") return make_awq_stage(AwqStageConfig::from_json(config));
+  if (name == "smoothquant") return make_smoothquant_stage(SmoothQuantStageConfig::from_json(config, model_type));
   const auto& known = quark_algorithms();
   if (std::find(known.begin(), known.end(), name) != known.end())
     throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
-                "'" + name + "' is not implemented in qloom yet (implemented: gptq)",
-                "use --quant_algo gptq, or omit --quant_algo for round-to-nearest");
+                "'" + name + "' is not implemented in qloom yet (implemented: awq, gptq, smoothquant)",
+                "use --quant_algo awq, gptq or smoothquant (comma-separated, run in the order given), or omit "
+                "--quant_algo for round-to-nearest");
   std::string list;
   for (const auto& k : known) {
     if (!list.empty()) list += ", ";

@@ -1,7 +1,11 @@
 // The calibrated algorithms `qloom quantize --quant_algo` accepts, by
-// Quark's names. A name Quark knows whose stage qloom has not implemented
-// yet is refused with kUnsupported naming it; an unknown name with kUsage
-// listing the known ones.
+// Quark's names: awq (quant/awq_stage.h), gptq (quant/gptq_stage.h),
+// smoothquant (quant/smoothquant_stage.h). Quark applies a list of
+// algorithms in the order given, any combination (e.g. smoothquant,gptq or
+// awq,gptq; torch/algorithm/api.py apply_advanced_quant_algo); qloom runs
+// them in that order on each layer. A name Quark knows whose stage qloom has
+// not implemented yet is refused with kUnsupported naming it; an unknown
+// name with kUsage listing the known ones.
 #pragma once
 
 #include <memory>
@@ -15,7 +19,7 @@
 namespace qloom::quant {
 
 // Builds the stage `name` from its config dict (null: the defaults for
-// `model_type`). Throws as above, or what the stage's strict config parser
+// `model_type`, e.g. SmoothQuant's alpha). Throws as above, or what the stage's strict config parser
 // throws (unknown keys are errors).
 std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
                                                      const std::string& model_type);

@@ -1,6 +1,6 @@
-// AlgorithmStage: one calibrated algorithm (GPTQ now; AWQ, SmoothQuant
-// later) as a stage of the layer-by-layer calibration pipeline
-// (pipeline.h). Lifecycle, driven by the pipeline:
+// AlgorithmStage: one calibrated algorithm (GPTQ, AWQ, SmoothQuant) as a
+// stage of the layer-by-layer calibration pipeline (pipeline.h). Lifecycle,
+// driven by the pipeline:
 //
 //   start(config)             once, before layer 0
 //   process_layer(session)    for every decoder layer 0..N-1 in turn, in the
@@ -11,12 +11,16 @@
 //   finish(summary)           once, after the last layer
 //
 // A stage may rewrite the layer's float weights (folding scales: AWQ,
-// SmoothQuant) and/or claim the quantization of linears
-// (LayerSession::set_quantized: GPTQ). Linears no stage claimed are
-// quantized by round-to-nearest after the last stage. Configuration is
-// strict: a stage is built from Quark's algo_config dict (make_algorithm_stage
-// in algorithm_registry.h), unknown keys are errors, and algo_config()
-// gives back the dict Quark writes into quantization_config.algo_config.
+// SmoothQuant; quant/awq_stage.h, quant/smoothquant_stage.h) and/or claim
+// the quantization of linears (LayerSession::set_quantized: GPTQ). Linears
+// no stage claimed are quantized by round-to-nearest after the last stage,
+// from the float weights as the stages left them. An unquantized tensor a
+// stage changes (a norm or producer linear a scale was folded into) is
+// reported with LayerSession::mark_modified, and the exporter writes its
+// changed value instead of the source's. Configuration is strict: a stage is
+// built from Quark's algo_config dict (make_algorithm_stage in
+// algorithm_registry.h), unknown keys are errors, and algo_config() gives
+// back the dict Quark writes into quantization_config.algo_config.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,8 @@ struct PipelineSummary {
   uint64_t rtn_linears = 0;               // quantized by round-to-nearest
   uint64_t algo_fallbacks = 0;            // a stage fell back to RTN (e.g. Cholesky failure)
   uint64_t unrouted_experts = 0;          // MoE expert linears with no calibration token (RTN)
+  uint64_t scaled_groups = 0;             // scaling groups a stage folded scales into (AWQ, SmoothQuant), per layer
+  uint64_t unscaled_groups = 0;           // scaling groups left unscaled: no calibration token (MoE experts)
   std::vector<double> layer_seconds;      // wall time per decoder layer
   std::vector<std::string> warnings;
   double seconds = 0;
@@ -69,6 +75,18 @@ class LayerSession {
   // F32) in its place, so later passes see the quantized layer. kUsage for
   // a module that is not pending.
   virtual void set_quantized(const std::string& module, QuantizedTensor qt, std::vector<float> dequantized) = 0;
+  // True when module's weight was already quantized by a stage (set_quantized).
+  virtual bool quantized(const std::string& module) const = 0;
+  // Records that a stage changed the unquantized tensor `tensor` of this
+  // layer (checkpoint name: a norm weight, the weight of a linear that is not
+  // quantized, or a linear's bias; quant/layer_tensors.h). Its held value is
+  // rounded at once to the checkpoint's dtype (so every later pass computes
+  // with what will be exported), and its value after the last stage goes to
+  // the exporter with the layer (LayerResult::float_tensors). Call it again
+  // after changing the tensor again. Throws Error(kNotFound) for a tensor the
+  // layer lacks, Error(kUsage) for the weight of a linear that is (to be)
+  // quantized: its quantized form is what is exported.
+  virtual void mark_modified(const std::string& tensor) = 0;
   virtual PipelineSummary& summary() = 0;
   virtual void warn(const std::string& message) = 0;
 };

@@ -80,6 +80,8 @@ struct AwqConfig {
   // "model_decoder_layers": "model.layers"}. Quark rebuilds the dataclass from
   // this dict with AWQConfig(**d), so any extra key would make the checkpoint
   // unloadable in Quark: qloom's own parameters go to params_json() instead.
+  // (The pipeline's AWQ stage, awq_stage.h, writes the groups it actually
+  // folded, in Quark's key order, rather than every applicable group.)
   nlohmann::json to_json(const engine::ModelConfig& config) const;
   // qloom's parameters ({"n_grid", "duo_scaling", "clip", "max_shrink",
   // "clip_n_grid", "clip_max_tokens"}), for reports; from_json accepts it.

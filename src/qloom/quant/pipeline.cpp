@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "qloom/core/error.h"
 #include "qloom/quant/activation_observer.h"
@@ -50,6 +51,25 @@ class Session final : public LayerSession {
   PipelineSummary& summary() override { return p_.summary; }
   void warn(const std::string& m) override { p_.summary.warnings.push_back(m); }
   std::vector<QuantTarget> pending() const override { return pending_; }
+  bool quantized(const std::string& module) const override { return out_.weights.count(module) != 0; }
+
+  void mark_modified(const std::string& tensor) override {
+    const LayerTensorRef ref = find_layer_tensor(*p_.runner, tensor);
+    if (ref.linear != nullptr && !ref.bias &&
+        (quantized(ref.module) || std::any_of(pending_.begin(), pending_.end(), [&](const QuantTarget& t) {
+           return t.linear.name == ref.module;
+         })))
+      throw Error(ErrorKind::kUsage, "", tensor,
+                  "mark_modified on the weight of a quantized linear (its quantized form is exported)");
+    const auto it = p_.req.tensor_dtypes.find(tensor);
+    round_layer_tensor(ref, it == p_.req.tensor_dtypes.end() ? p_.req.model_dtype : it->second);
+    modified_.insert(tensor);
+  }
+
+  // The final values of the modified tensors, into the layer's result.
+  void collect_modified() {
+    for (const std::string& t : modified_) out_.float_tensors[t] = layer_tensor_value(find_layer_tensor(*p_.runner, t));
+  }
 
   void run(const engine::ForwardHooks& hooks, engine::LayerPart part) override {
     for (size_t s = 0; s < p_.acts.size(); ++s) {
@@ -97,6 +117,7 @@ class Session final : public LayerSession {
   CalibrationPipeline::Impl& p_;
   LayerResult& out_;
   std::vector<QuantTarget> pending_;
+  std::set<std::string> modified_;
   std::vector<float> scratch_;
 };
 
@@ -183,6 +204,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
       std::vector<float> deq = dequantize(qt, p.runner->pool().size());
       s.set_quantized(t.linear.name, std::move(qt), std::move(deq));
     }
+    s.collect_modified();
   }
   if (!float_calibration) observe_and_propagate();
   p.runner->unload();

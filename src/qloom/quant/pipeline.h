@@ -8,6 +8,9 @@
 //     load only layer i's weights (engine::LayerRunner, mmap-backed source)
 //     each AlgorithmStage in order processes it (runs the samples through
 //       the layer with its hooks, folds scales, quantizes linears it claims)
+//     unquantized tensors a stage changed (folded norms, producer linears'
+//       rows and biases) are rounded to their checkpoint dtype and handed to
+//       the exporter with the layer (LayerResult::float_tensors)
 //     linears no stage claimed: round-to-nearest
 //     every quantized linear's weight is replaced by its dequantized form
 //     the samples run once more through the quantized layer, in place:
@@ -38,6 +41,7 @@
 #include "qloom/engine/layer_runner.h"
 #include "qloom/quant/algorithm_stage.h"
 #include "qloom/quant/calib_data.h"
+#include "qloom/quant/layer_tensors.h"
 #include "qloom/quant/quantized_tensor.h"
 
 namespace qloom::quant {
@@ -52,6 +56,9 @@ struct PipelineRequest {
   // "lm_head" (or any module of layer -1) is observed in finish().
   std::set<std::string> observe_inputs, observe_outputs;
   DType model_dtype = DType::kBF16;  // decides scale dtypes and rounding rules
+  // Checkpoint dtype of each tensor (a tensor not listed: model_dtype): an
+  // unquantized tensor a stage changes is rounded to it (mark_modified).
+  std::map<std::string, DType> tensor_dtypes;
   unsigned threads = 0;
 };
 
@@ -60,6 +67,10 @@ struct LayerResult {
   int64_t layer = -1;
   std::map<std::string, QuantizedTensor> weights;
   std::map<std::string, float> input_amax, output_amax;  // modules observed in this layer
+  // Unquantized tensors the stages changed (LayerSession::mark_modified), by
+  // checkpoint name, in checkpoint form, exactly representable in the
+  // checkpoint's dtype: the exporter writes these instead of the source's.
+  std::map<std::string, FloatTensor> float_tensors;
 };
 
 // Called after each layer: layers done, total, seconds so far.

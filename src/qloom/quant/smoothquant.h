@@ -49,7 +49,9 @@ struct SmoothQuantConfig {
 
   // Quark's SmoothQuantConfig dict (dataclasses.asdict): name "smooth",
   // alpha, scale_clamp_min, scaling_layers (quark_scaling_layers),
-  // model_decoder_layers "model.layers".
+  // model_decoder_layers "model.layers". (The pipeline's SmoothQuant stage,
+  // smoothquant_stage.h, writes the groups it actually folded, in Quark's
+  // key order, rather than every applicable group.)
   nlohmann::json to_json(const engine::ModelConfig& config) const;
 };
 

@@ -17,6 +17,7 @@
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/validate/checkpoint_pair.h"
+#include "qloom/validate/folded_scales.h"
 
 namespace qloom::validate {
 namespace {
@@ -114,18 +115,37 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
   const exporter::TensorLookup lookup = exporter::index_lookup(qw);
   const std::optional<DType> model_dtype = exporter::config_model_dtype(source.config());
 
-  uint64_t checked = 0, failed = 0, reproduced = 0;
+  // AWQ / SmoothQuant: the per-channel scales folded into the quantized
+  // linears (folded_scales.h), taken out before comparing with the source.
+  auto dequantized_of = [&](const std::string& module) -> std::optional<std::vector<float>> {
+    if (qw.find(module + std::string(kScaleSuffix)) == nullptr) return std::nullopt;
+    const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
+    if (!spec || !spec->weight) return std::nullopt;
+    return quant::dequantize(exporter::unpack_quantized_weight(module, *spec->weight, lookup, order));
+  };
+  FoldPlan folds;
+  std::string fold_error;
+  if (!rtn) {
+    try {
+      folds = plan_folded_scales(qc, source, quantized, dequantized_of);
+    } catch (const std::exception& e) {
+      fold_error = "reading the folded scales of algo_config.scaling_layers failed: " + describe_error(e);
+    }
+  }
+
+  uint64_t checked = 0, failed = 0, reproduced = 0, folded = 0;
+  double worst_fold_ratio = 1.0;  // max(g, 1/g) of the exactly read channels' gains
   double worst = std::numeric_limits<double>::infinity();
   std::string worst_module;
   std::vector<float> src_f32, deq;
-  r.details.push_back("| module | scheme | SQNR vs source | floor | reproduces RTN | check |");
-  r.details.push_back("|---|---|---:|---:|---|---|");
+  r.details.push_back("| module | scheme | folded scales | SQNR vs source | floor | reproduces RTN | check |");
+  r.details.push_back("|---|---|---|---:|---:|---|---|");
   for (const std::string& name : qw.tensor_names()) {
     if (name.size() <= kScaleSuffix.size() ||
         name.compare(name.size() - kScaleSuffix.size(), kScaleSuffix.size(), kScaleSuffix) != 0)
       continue;
     const std::string module = name.substr(0, name.size() - kScaleSuffix.size());
-    std::string problem, scheme = "?", sqnr_text = "-", floor_text = "-", repro = "-";
+    std::string problem, scheme = "?", sqnr_text = "-", floor_text = "-", repro = "-", fold_text = "-";
     try {
       const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
       if (!spec || !spec->weight) throw Error(ErrorKind::kInvalidInput, "", module, "has a weight_scale but quantization_config assigns it no weight spec");
@@ -139,11 +159,29 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
       src_f32.resize(si->numel());
       to_f32(si->dtype, sw.view(module + ".weight").data.data(), src_f32.data(), src_f32.size());
       if (src_f32.size() != deq.size()) throw Error(ErrorKind::kInvalidInput, "", module, "element count differs from the source");
+      std::string fold_problem;
+      if (const auto ft = folds.modules.find(module); ft != folds.modules.end() && si->shape.size() == 2) {
+        const FoldFit ff = fold_check(ft->second, src_f32, deq, si->shape[0], si->shape[1]);
+        const double ratio = ff.worst_gain > 0 ? std::max(ff.worst_gain, 1.0 / ff.worst_gain) : HUGE_VAL;
+        if (ratio > worst_fold_ratio) worst_fold_ratio = ratio;
+        apply_fold(ft->second, src_f32, si->shape[0], si->shape[1]);
+        fold_text = ft->second.how;
+        ++folded;
+        if (!ff.mismatched.empty()) {
+          char gain[32];
+          std::snprintf(gain, sizeof gain, "%.3g", ff.worst_gain);
+          fold_problem = std::to_string(ff.mismatched.size()) + " input channel(s) (first: " +
+                         std::to_string(ff.mismatched.front()) + ") carry a scale the folded " + ft->second.how +
+                         " does not explain (gain " + gain + " instead of ~1): the exported norm / producer and "
+                         "this weight disagree";
+        }
+      }
       const quant::DistortionStats d = quant::measure_distortion(src_f32.data(), deq.data(), deq.size());
       const double floor = sqnr_floor_db(ws);
       sqnr_text = fmt_db(d.sqnr_db);
       floor_text = fmt_db(floor);
-      if (!(d.sqnr_db >= floor)) problem = "SQNR " + sqnr_text + " below the floor " + floor_text;
+      if (!fold_problem.empty()) problem = fold_problem;  // the root cause of a low SQNR too
+      else if (!(d.sqnr_db >= floor)) problem = "SQNR " + sqnr_text + " below the floor " + floor_text;
       if (d.sqnr_db < worst) {
         worst = d.sqnr_db;
         worst_module = module;
@@ -162,13 +200,21 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
     }
     ++checked;
     if (!problem.empty()) ++failed;
-    r.details.push_back("| `" + module + "` | " + scheme + " | " + sqnr_text + " | " + floor_text + " | " + repro +
-                        " | " + (problem.empty() ? "ok" : "FAIL: " + problem) + " |");
+    r.details.push_back("| `" + module + "` | " + scheme + " | " + fold_text + " | " + sqnr_text + " | " + floor_text +
+                        " | " + repro + " | " + (problem.empty() ? "ok" : "FAIL: " + problem) + " |");
   }
+  if (!fold_error.empty()) {
+    r.details.push_back("");
+    r.details.push_back("FAIL: " + fold_error);
+  }
+  for (const std::string& n : folds.notes) r.details.push_back("folded scales: " + n);
   r.data["checked"] = checked;
   r.data["failed"] = failed;
   r.data["reproduced_rtn"] = reproduced;
   r.data["rtn_reference_checked"] = rtn;
+  r.data["folded_scales_checked"] = folded;  // weights compared with the folded scales taken out
+  r.data["folded_scale_entries"] = folds.entries;
+  r.data["folded_scale_worst_gain_ratio"] = worst_fold_ratio;  // limit kFoldRatioLimit
   r.data["worst_sqnr_db"] = std::isfinite(worst) ? nlohmann::ordered_json(worst) : nlohmann::ordered_json(nullptr);
   r.data["worst_module"] = worst_module;
   if (checked == 0) {
@@ -177,9 +223,11 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
     r.details.clear();
     return r;
   }
-  r.status = failed ? StepResult::kFail : StepResult::kOk;
+  r.status = failed || !fold_error.empty() ? StepResult::kFail : StepResult::kOk;
   r.summary = std::to_string(checked - failed) + " of " + std::to_string(checked) +
               " quantized weights dequantize within their SQNR floor" +
+              (folded ? " (" + std::to_string(folded) + " with folded AWQ / SmoothQuant scales taken out)" : "") +
+              (fold_error.empty() ? "" : "; " + fold_error) +
               (rtn ? ", " + std::to_string(reproduced) + " reproduce the RTN reference bit for bit" : "") +
               "; worst " + fmt_db(worst) + " (" + worst_module + ")";
   // The engine loads the checkpoint and scores one window against the source.

@@ -3,7 +3,12 @@
 //  - reproduce exactly what qloom's reference quantizer gives for the source
 //    weight under the spec the checkpoint's quantization_config assigns to it
 //    (only when algo_config is null: GPTQ/AWQ legitimately choose other codes),
-//  - and come within its format's SQNR floor of the source weight.
+//  - and come within its format's SQNR floor of the source weight; for
+//    linears an algorithm folded per-channel scales into (algo_config entries
+//    with "scaling_layers": AWQ, SmoothQuant) the source weight with those
+//    scales applied, the scales read from the exported norm / producer or
+//    fitted (folded_scales.h), and a fold that explains the weight much worse
+//    than a per-channel fit fails too.
 // Then the engine loads both checkpoints (the quantized one as it computes:
 // dequantized weights, simulated activation / KV quantization) and scores one
 // fixed ~80-token window: non-finite logits or a failed load fail the step;
