@@ -18,5 +18,6 @@ void register_inspect(CLI::App& app, CommandFn& run);
 void register_quantize(CLI::App& app, CommandFn& run);
 void register_validate(CLI::App& app, CommandFn& run);
 void register_eval(CLI::App& app, CommandFn& run);
+void register_run(CLI::App& app, CommandFn& run);
 
 }  // namespace qloom::cli

@@ -1,6 +1,8 @@
 // qloom command-line entry: parse, run one subcommand, map errors to exit codes.
 //   0 success, 1 internal error, 2 bad input or bad command line, 3 I/O failure
-//   while writing (disk full, permission), 4 `validate` ran and a check failed.
+//   while writing (disk full, permission), 4 `validate` ran and a check failed
+//   or `run` stopped with an outcome (blocked.md), 5 `run` finished unverified
+//   (eval skipped or its gap unresolved at the sample size).
 #include <exception>
 #include <iostream>
 
@@ -21,6 +23,7 @@ int main(int argc, char** argv) {
   cli::register_quantize(app, run);
   cli::register_validate(app, run);
   cli::register_eval(app, run);
+  cli::register_run(app, run);
 
   try {
     app.parse(argc, argv);

@@ -9,23 +9,13 @@
 #include <CLI/CLI.hpp>
 
 #include "qloom/cli/commands.h"
-#include "qloom/cli/flags.h"
 #include "qloom/cli/model_spec.h"
 #include "qloom/core/format.h"
+#include "qloom/export/quantize_args.h"
 #include "qloom/export/quantize_job.h"
-#include "qloom/quant/scheme_registry.h"
 
 namespace qloom::cli {
 namespace {
-
-std::string scheme_list() {
-  std::string s;
-  for (const auto& n : quant::scheme_names()) {
-    if (!s.empty()) s += ", ";
-    s += n;
-  }
-  return s;
-}
 
 void print_progress(const exporter::TensorProgress& p) {
   std::fprintf(stderr, "[%*zu/%zu] %-52s %-14s %5s -> %-10s %7.2f s  ETA %s\n",
@@ -61,45 +51,16 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
 }  // namespace
 
 void register_quantize(CLI::App& app, CommandFn& run) {
-  auto o = std::make_shared<exporter::QuantizeOptions>();
-  auto progress = std::make_shared<std::string>("auto");
-  auto model_dir = std::make_shared<std::string>(), output_dir = std::make_shared<std::string>();
-  auto no_trust = std::make_shared<bool>(false);
+  auto cmd = std::make_shared<exporter::QuantizeCommand>();
   CLI::App* sub = app.add_subcommand(
       "quantize", "Quantize a HuggingFace model and export it as an AMD Quark hf_format checkpoint "
                   "(accepts quark-cli torch-llm-ptq / quantize_quark.py flags)");
-  sub->add_option(flag_names("model_dir"), *model_dir, "source model directory or hub id org/name[@revision]")->required();
-  sub->add_option(flag_names("output_dir"), *output_dir, "where the quantized model is written")->required();
-  sub->add_option(flag_names("quant_scheme"), o->quant_scheme, "one of: " + scheme_list())->required();
-  sub->add_option(flag_names("kv_cache_dtype"), o->kv_cache_dtype, "KV cache quantization: fp8");
-  sub->add_option(flag_names("layer_quant_scheme"), o->layer_quant_scheme,
-                  "PATTERN SCHEME: a different scheme for matching layers (repeatable)");
-  sub->add_option(flag_names("exclude_layers"), o->exclude_layers,
-                  "layer patterns kept in the source dtype (in addition to the model's defaults)");
-  sub->add_option(flag_names("quant_algo"), o->quant_algo, "calibrated algorithm (gptq, awq, smoothquant)");
-  sub->add_option(flag_names("dataset"), o->dataset, "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
-  sub->add_option(flag_names("num_calib_data"), o->num_calib_data, "calibration samples")->capture_default_str();
-  sub->add_option(flag_names("seq_len"), o->seq_len, "calibration sequence length")->capture_default_str();
-  sub->add_option(flag_names("batch_size"), o->batch_size, "calibration batch size")->capture_default_str();
-  sub->add_option(flag_names("device"), o->device, "only cpu")->capture_default_str();
-  sub->add_option(flag_names("min_kv_scale"), o->min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();
-  sub->add_option(flag_names("pack_method"), o->pack_method, "int4 packing: reorder | order")->capture_default_str();
-  sub->add_option(flag_names("model_export"), o->model_export, "only hf_format")->capture_default_str();
-  sub->add_flag(flag_names("skip_evaluation"), o->skip_evaluation, "accepted (qloom quantize never evaluates)");
-  sub->add_flag(flag_names("no_trust_remote_code"), *no_trust, "accepted (qloom never runs model code)");
-  sub->add_flag(flag_names("overwrite"), o->overwrite, "replace an existing output directory");
-  sub->add_flag(flag_names("exclude_unsupported"), o->exclude_unsupported,
-                "keep layers the scheme cannot store (e.g. int4 with out_features % 8 != 0) unquantized");
-  sub->add_option(flag_names("max_shard_size"), o->max_shard_bytes, "max bytes per output shard")->capture_default_str();
-  sub->add_option(flag_names("threads"), o->threads, "worker threads (0 = all cores)");
-  sub->add_option(flag_names("progress"), *progress, "per-tensor lines on stderr: auto (when a terminal) | on | off")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  exporter::add_quantize_flags(*sub, *cmd);
   sub->callback([=, &run] {
     run = [=] {
-      exporter::QuantizeOptions opts = *o;
-      opts.model_dir = resolve_model_arg(*model_dir, io::HubFetch::kModel);
-      opts.output_dir = *output_dir;
-      const bool show = *progress == "on" || (*progress == "auto" && ::isatty(STDERR_FILENO));
+      exporter::QuantizeOptions opts = cmd->options;
+      opts.model_dir = resolve_model_arg(cmd->options.model_dir.string(), io::HubFetch::kModel);
+      const bool show = cmd->progress == "on" || (cmd->progress == "auto" && ::isatty(STDERR_FILENO));
       const auto summary = exporter::quantize_model(
           opts, show ? exporter::ProgressFn(print_progress) : exporter::ProgressFn(),
           show ? exporter::CalibrationProgressFn(print_calibration) : exporter::CalibrationProgressFn());

@@ -8,6 +8,8 @@
 //             ppl_source, ppl_quantized, ppl_ratio (+ windows, tokens_scored)
 //      gsm8k: n, accuracy_strict, accuracy_flexible (fractions 0..1)
 //    plus protocol, source, seconds, limited_by and notes.
+// The per-sample scores (EvalReport::samples) are not part of the JSON (they
+// can be large); callers that pair two runs (agent/eval_phase.h) read them.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,18 @@
 #include "qloom/eval/perplexity.h"
 
 namespace qloom::eval {
+
+// Per-sample scores of one run, in sample order, so two runs on the same
+// samples (a source and its quantized model) can be paired.
+struct SampleScores {
+  // ppl: the NLL of every scored token (tokens_scored values; exp(mean) is
+  // the ppl). kld: the quantized (evaluated) model's NLLs of the same tokens.
+  std::vector<double> token_nll;
+  // kld only: the source model's NLLs of the same tokens.
+  std::vector<double> source_token_nll;
+  // gsm8k: per question (n values), 1 when that filter's answer is correct.
+  std::vector<uint8_t> strict_correct, flexible_correct;
+};
 
 struct EvalReport {
   std::string task;  // "ppl", "kld", "gsm8k"
@@ -39,6 +53,8 @@ struct EvalReport {
   // gsm8k
   int64_t n = 0, n_total = 0;
   double accuracy_strict = 0, accuracy_flexible = 0;
+
+  SampleScores samples;
 };
 
 // "PPL = 12.3456 +/- 0.1234"

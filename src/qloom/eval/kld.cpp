@@ -41,6 +41,8 @@ void KldStats::add(const float* source_logits, const float* quantized_logits, in
   const double nb = token_nll(source_logits, vocab, target);
   nll_quantized.add(nq);
   nll_source.add(nb);
+  nll_quantized_tokens.push_back(nq);
+  nll_source_tokens.push_back(nb);
   sum_nll_cross += nq * nb;
   kld_values.push_back(kl_divergence(source_logits, quantized_logits, vocab));
   if (argmax(source_logits, vocab) == argmax(quantized_logits, vocab)) ++same_top;

@@ -36,6 +36,8 @@ struct KldStats {
   NllStats nll_source, nll_quantized;
   double sum_nll_cross = 0;        // sum nll_q * nll_base (covariance of the ratio)
   std::vector<double> kld_values;  // one per scored token
+  // Each scored token's NLL under either model, in order (pairs the runs).
+  std::vector<double> nll_source_tokens, nll_quantized_tokens;
   int64_t same_top = 0;
 
   // Adds one scored position: source and quantized logits rows, target token.

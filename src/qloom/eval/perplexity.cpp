@@ -70,7 +70,7 @@ double NllStats::ppl_stderr() const {
 }
 
 NllStats score_window(const std::vector<int32_t>& doc, const Window& w, const float* logits,
-                      int64_t vocab) {
+                      int64_t vocab, std::vector<double>* per_token) {
   NllStats s;
   // Position j's logits predict token j+1 of the window; the original
   // document token is the target (the BOS replacement only affects inputs, and
@@ -79,7 +79,9 @@ NllStats score_window(const std::vector<int32_t>& doc, const Window& w, const fl
     const int32_t target = doc[size_t(w.begin + t)];
     if (target < 0 || target >= vocab)
       throw_invalid("", "", "token id " + std::to_string(target) + " outside the vocabulary");
-    s.add(token_nll(logits + size_t(t - 1) * size_t(vocab), vocab, target));
+    const double nll = token_nll(logits + size_t(t - 1) * size_t(vocab), vocab, target);
+    s.add(nll);
+    if (per_token != nullptr) per_token->push_back(nll);
   }
   return s;
 }
@@ -89,15 +91,19 @@ PplResult run_perplexity(engine::Model& model, const engine::ForwardHooks* hooks
                          const std::function<bool(int64_t)>& on_window) {
   PplResult r;
   const int64_t vocab = model.config().vocab_size;
-  int64_t max_len = 0;
-  for (const Window& w : windows) max_len = std::max(max_len, w.length);
+  int64_t max_len = 0, scored = 0;
+  for (const Window& w : windows) {
+    max_len = std::max(max_len, w.length);
+    scored += std::max<int64_t>(w.scored(), 0);
+  }
+  r.token_nll.reserve(size_t(scored));
   std::unique_ptr<engine::KvCache> cache = model.new_cache(max_len);
   for (size_t i = 0; i < windows.size(); ++i) {
     const Window& w = windows[i];
     cache->clear();
     const std::vector<int32_t> toks = window_tokens(doc, w);
     const std::vector<float> logits = model.forward(toks, *cache, false, hooks);
-    r.nll.merge(score_window(doc, w, logits.data(), vocab));
+    r.nll.merge(score_window(doc, w, logits.data(), vocab, &r.token_nll));
     ++r.windows;
     if (on_window && !on_window(r.windows)) break;
   }

@@ -78,14 +78,18 @@ struct NllStats {
   double ppl_stderr() const;  // llama.cpp formula above; 0 when count < 2 or variance <= 0
 };
 
-// Scores one window's logits [w.length, vocab] against the document.
+// Scores one window's logits [w.length, vocab] against the document. When
+// `per_token` is given, each scored token's NLL is appended to it, in order.
 NllStats score_window(const std::vector<int32_t>& doc, const Window& w, const float* logits,
-                      int64_t vocab);
+                      int64_t vocab, std::vector<double>* per_token = nullptr);
 
 struct PplResult {
   int64_t windows = 0;
   int64_t tokens_scored = 0;
   NllStats nll;
+  // Every scored token's NLL, windows in order and each window's targets in
+  // order (tokens_scored values): what pairs two models' runs token by token.
+  std::vector<double> token_nll;
 };
 
 // Runs `windows` through `model` one at a time (fresh cache per window) and

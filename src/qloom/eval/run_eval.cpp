@@ -24,7 +24,12 @@ void note(const EvalOptions& o, EvalReport& r, const std::string& msg) {
   if (o.log != nullptr) *o.log << "qloom eval: " << msg << "\n" << std::flush;
 }
 
+void enter(const EvalOptions& o, EvalStage stage) {
+  if (o.stage != nullptr) *o.stage = stage;
+}
+
 engine::Tokenizer load_tokenizer(const EvalOptions& o) {
+  if (!o.tokenizer_dir.empty()) return engine::Tokenizer::load(o.tokenizer_dir);
   try {
     return engine::Tokenizer::load(o.model_dir);
   } catch (const Error& e) {
@@ -75,7 +80,9 @@ void run_text_task(const EvalOptions& o, EvalReport& r) {
 
   engine::LoadOptions lo;
   lo.threads = o.threads;
+  enter(o, EvalStage::kLoadModel);
   LoadedModel quant = load_for_eval(o.model_dir, lo);
+  enter(o, EvalStage::kPrepare);
   const engine::Tokenizer tok = load_tokenizer(o);
   const std::vector<int32_t> doc = tok.encode(ds.text, true);
 
@@ -90,23 +97,29 @@ void run_text_task(const EvalOptions& o, EvalReport& r) {
   Progress progress(o.log, o.log_is_tty, r.task, "windows", count);
   UnitTracker track{o, r, progress, "window", count, r.seq_len, count};
   if (r.task == "ppl") {
-    const PplResult res =
+    enter(o, EvalStage::kScore);
+    PplResult res =
         run_perplexity(*quant.model, &quant.runtime.hooks, doc, windows, std::ref(track));
     progress.finish();
     r.windows = res.windows;
     r.tokens_scored = res.tokens_scored;
     r.ppl = res.nll.ppl();
     r.ppl_stderr = res.nll.ppl_stderr();
+    r.samples.token_nll = std::move(res.token_nll);
     return;
   }
+  enter(o, EvalStage::kLoadSource);
   LoadedModel source = load_for_eval(o.source_dir, lo);
+  enter(o, EvalStage::kScore);
   track.start = Clock::now();
-  const KldResult res = run_kld(*source.model, &source.runtime.hooks, *quant.model,
-                                &quant.runtime.hooks, doc, windows, std::ref(track));
+  KldResult res = run_kld(*source.model, &source.runtime.hooks, *quant.model,
+                          &quant.runtime.hooks, doc, windows, std::ref(track));
   progress.finish();
   r.windows = res.windows;
   r.kld = summarize(res.stats);
   r.tokens_scored = r.kld.count;
+  r.samples.token_nll = std::move(res.stats.nll_quantized_tokens);
+  r.samples.source_token_nll = std::move(res.stats.nll_source_tokens);
 }
 
 void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
@@ -123,7 +136,9 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   const std::vector<Gsm8kDoc> train = load_gsm8k_jsonl(bundled_file("gsm8k/train.jsonl"));
   engine::LoadOptions lo;
   lo.threads = o.threads;
+  enter(o, EvalStage::kLoadModel);
   LoadedModel model = load_for_eval(o.model_dir, lo);
+  enter(o, EvalStage::kPrepare);
   const engine::Tokenizer tok = load_tokenizer(o);
 
   r.n_total = int64_t(test.size());
@@ -133,18 +148,26 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   UnitTracker track{o, r, progress, "question", count, 0, count};
   Gsm8kConfig cfg;
   cfg.max_gen_toks = o.max_gen_toks;
+  enter(o, EvalStage::kScore);
   const Gsm8kResult res = run_gsm8k(*model.model, &model.runtime.hooks, tok, test, train,
                                     size_t(count), cfg, std::ref(track));
   progress.finish();
   r.n = res.n();
   r.accuracy_strict = res.accuracy_strict();
   r.accuracy_flexible = res.accuracy_flexible();
+  r.samples.strict_correct.reserve(res.items.size());
+  r.samples.flexible_correct.reserve(res.items.size());
+  for (const Gsm8kItem& item : res.items) {
+    r.samples.strict_correct.push_back(item.strict_ok ? 1 : 0);
+    r.samples.flexible_correct.push_back(item.flexible_ok ? 1 : 0);
+  }
 }
 
 }  // namespace
 
 EvalReport run_eval(const EvalOptions& o) {
   const auto t0 = Clock::now();
+  enter(o, EvalStage::kPrepare);
   EvalReport r;
   r.task = o.task;
   r.model = o.model_dir;

@@ -2,7 +2,8 @@
 // model(s) with load_for_eval (so each is evaluated as its checkpoint
 // computes), the tokenizer (the model directory's; for kld the quantized
 // directory's, else the source's), the data set, applies --limit and
-// --time_budget, drives the progress line, and returns the report.
+// --time_budget, drives the progress line, and returns the report, with the
+// per-sample scores (EvalReport::samples) for pairing two runs.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,15 @@
 #include "qloom/eval/eval_report.h"
 
 namespace qloom::eval {
+
+// Where run_eval is, for a caller that catches its exceptions and must tell a
+// model that does not load from a data set that cannot be read.
+enum class EvalStage {
+  kPrepare,     // options, data set, tokenizer, windows / prompts
+  kLoadModel,   // load_for_eval(model_dir)
+  kLoadSource,  // kld: load_for_eval(source_dir)
+  kScore,       // forward passes and scoring
+};
 
 struct EvalOptions {
   std::string model_dir;
@@ -27,6 +37,13 @@ struct EvalOptions {
   int64_t max_gen_toks = 256; // gsm8k
   std::ostream* log = nullptr;  // progress and notes (stderr in the CLI)
   bool log_is_tty = false;
+  // The tokenizer's directory; empty: model_dir's, or source_dir's when
+  // model_dir has none. Two runs to be paired pass the same one, so they
+  // score exactly the same tokens.
+  std::string tokenizer_dir;
+  // When set, updated as run_eval moves from stage to stage (it still holds
+  // the failing stage when an exception leaves run_eval).
+  EvalStage* stage = nullptr;
 };
 
 // Throws qloom::Error: kUsage for bad options (unknown task/protocol, missing

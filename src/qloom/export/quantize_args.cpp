@@ -1,0 +1,145 @@
+#include "qloom/export/quantize_args.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "qloom/core/error.h"
+#include "qloom/quant/scheme_registry.h"
+
+namespace qloom::exporter {
+namespace {
+
+// "output_dir" -> "--output_dir,--output-dir" (the CLI's flag spelling rule).
+std::string names(const std::string& snake) {
+  std::string n = "--" + snake;
+  if (snake.find('_') != std::string::npos) {
+    std::string kebab = snake;
+    std::replace(kebab.begin(), kebab.end(), '_', '-');
+    n += ",--" + kebab;
+  }
+  return n;
+}
+
+std::string scheme_list() {
+  std::string s;
+  for (const auto& n : quant::scheme_names()) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+std::string num(double v) {
+  std::string s = std::to_string(v);
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
+  QuantizeOptions& o = cmd.options;
+  sub.add_option_function<std::string>(
+         names("model_dir"), [&o](const std::string& v) { o.model_dir = v; },
+         "source model directory or hub id org/name[@revision]")
+      ->required();
+  sub.add_option_function<std::string>(
+         names("output_dir"), [&o](const std::string& v) { o.output_dir = v; }, "where the quantized model is written")
+      ->required();
+  sub.add_option(names("quant_scheme"), o.quant_scheme, "one of: " + scheme_list())->required();
+  sub.add_option(names("kv_cache_dtype"), o.kv_cache_dtype, "KV cache quantization: fp8");
+  sub.add_option(names("layer_quant_scheme"), o.layer_quant_scheme,
+                 "PATTERN SCHEME: a different scheme for matching layers (repeatable)");
+  sub.add_option(names("exclude_layers"), o.exclude_layers,
+                 "layer patterns kept in the source dtype (in addition to the model's defaults)");
+  sub.add_option(names("quant_algo"), o.quant_algo, "calibrated algorithm(s), comma-separated: gptq, awq, smoothquant");
+  sub.add_option(names("dataset"), o.dataset,
+                 "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
+  sub.add_option(names("num_calib_data"), o.num_calib_data, "calibration samples")->capture_default_str();
+  sub.add_option(names("seq_len"), o.seq_len, "calibration sequence length")->capture_default_str();
+  sub.add_option(names("batch_size"), o.batch_size, "calibration batch size")->capture_default_str();
+  sub.add_option(names("device"), o.device, "only cpu")->capture_default_str();
+  sub.add_option(names("min_kv_scale"), o.min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();
+  sub.add_option(names("pack_method"), o.pack_method, "int4 packing: reorder | order")->capture_default_str();
+  sub.add_option(names("model_export"), o.model_export, "only hf_format")->capture_default_str();
+  sub.add_flag(names("skip_evaluation"), o.skip_evaluation, "accepted (qloom quantize never evaluates)");
+  sub.add_flag(names("no_trust_remote_code"), cmd.no_trust_remote_code, "accepted (qloom never runs model code)");
+  sub.add_flag(names("overwrite"), o.overwrite, "replace an existing output directory");
+  sub.add_flag(names("exclude_unsupported"), o.exclude_unsupported,
+               "keep layers the scheme cannot store (e.g. int4 with out_features % 8 != 0) unquantized");
+  sub.add_option(names("max_shard_size"), o.max_shard_bytes, "max bytes per output shard")->capture_default_str();
+  sub.add_option(names("threads"), o.threads, "worker threads (0 = all cores)");
+  sub.add_option(names("progress"), cmd.progress, "per-tensor lines on stderr: auto (when a terminal) | on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+}
+
+QuantizeCommand parse_quantize_args(const std::vector<std::string>& args) {
+  QuantizeCommand cmd;
+  CLI::App app{"qloom quantize", "quantize"};
+  add_quantize_flags(app, cmd);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw Error(ErrorKind::kUsage, "qloom quantize", "", e.what(),
+                "fix the command line (qloom quantize --help lists the flags)");
+  }
+  return cmd;
+}
+
+std::vector<std::string> quantize_args(const QuantizeCommand& cmd) {
+  const QuantizeOptions& o = cmd.options;
+  const QuantizeOptions d;
+  std::vector<std::string> a = {"--model_dir", o.model_dir.string(), "--output_dir", o.output_dir.string(),
+                                "--quant_scheme", o.quant_scheme};
+  if (!o.kv_cache_dtype.empty()) a.insert(a.end(), {"--kv_cache_dtype", o.kv_cache_dtype});
+  for (const auto& [pattern, scheme] : o.layer_quant_scheme) a.insert(a.end(), {"--layer_quant_scheme", pattern, scheme});
+  if (!o.exclude_layers.empty()) {
+    a.push_back("--exclude_layers");
+    a.insert(a.end(), o.exclude_layers.begin(), o.exclude_layers.end());
+  }
+  if (!o.quant_algo.empty()) a.insert(a.end(), {"--quant_algo", o.quant_algo});
+  if (!o.dataset.empty()) a.insert(a.end(), {"--dataset", o.dataset});
+  a.insert(a.end(), {"--num_calib_data", std::to_string(o.num_calib_data), "--seq_len", std::to_string(o.seq_len)});
+  if (o.batch_size != d.batch_size) a.insert(a.end(), {"--batch_size", std::to_string(o.batch_size)});
+  a.insert(a.end(), {"--device", o.device});
+  if (o.min_kv_scale != d.min_kv_scale) a.insert(a.end(), {"--min_kv_scale", num(o.min_kv_scale)});
+  if (o.pack_method != d.pack_method) a.insert(a.end(), {"--pack_method", o.pack_method});
+  a.insert(a.end(), {"--model_export", o.model_export});
+  if (o.skip_evaluation) a.push_back("--skip_evaluation");
+  if (cmd.no_trust_remote_code) a.push_back("--no_trust_remote_code");
+  if (o.overwrite) a.push_back("--overwrite");
+  if (o.exclude_unsupported) a.push_back("--exclude_unsupported");
+  if (o.max_shard_bytes != d.max_shard_bytes) a.insert(a.end(), {"--max_shard_size", std::to_string(o.max_shard_bytes)});
+  if (o.threads != d.threads) a.insert(a.end(), {"--threads", std::to_string(o.threads)});
+  if (cmd.progress != "auto") a.insert(a.end(), {"--progress", cmd.progress});
+  return a;
+}
+
+std::string shell_quote(const std::string& w) {
+  if (!w.empty() && std::all_of(w.begin(), w.end(), [](unsigned char c) {
+        return std::isalnum(c) || std::string_view("_./:=@%+,-").find(char(c)) != std::string_view::npos;
+      }))
+    return w;
+  std::string q = "'";
+  for (char c : w) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& w : argv) {
+    if (!s.empty()) s += ' ';
+    s += shell_quote(w);
+  }
+  return s;
+}
+
+}  // namespace qloom::exporter

@@ -1,0 +1,58 @@
+#include "qloom/export/quantize_args.h"
+
+#include <gtest/gtest.h>
+
+#include "support/expect_error.h"
+
+namespace qloom::exporter {
+namespace {
+
+TEST(QuantizeArgs, ArgsParseBackToTheSameCommand) {
+  QuantizeCommand c;
+  c.options.model_dir = "/models/my model";
+  c.options.output_dir = "/out/x";
+  c.options.quant_scheme = "int4_wo_128";
+  c.options.kv_cache_dtype = "fp8";
+  c.options.layer_quant_scheme = {{"*self_attn*", "fp8"}, {"lm_head", "int8"}};
+  c.options.exclude_layers = {"*mlp.down_proj", "model.layers.0.*"};
+  c.options.quant_algo = "gptq";
+  c.options.dataset = "/data/c.jsonl";
+  c.options.num_calib_data = 64;
+  c.options.seq_len = 256;
+  c.options.threads = 2;
+  c.options.overwrite = true;
+  c.no_trust_remote_code = true;
+  c.progress = "off";
+  const auto args = quantize_args(c);
+  const auto back = parse_quantize_args(args);
+  EXPECT_EQ(quantize_args(back), args);
+  EXPECT_EQ(back.options.model_dir, c.options.model_dir);
+  EXPECT_EQ(back.options.layer_quant_scheme, c.options.layer_quant_scheme);
+  EXPECT_EQ(back.options.exclude_layers, c.options.exclude_layers);
+  EXPECT_EQ(back.options.num_calib_data, 64u);
+  EXPECT_TRUE(back.options.overwrite);
+  EXPECT_TRUE(back.no_trust_remote_code);
+}
+
+TEST(QuantizeArgs, AcceptsKebabCaseAndRefusesUnknownFlags) {
+  const auto c = parse_quantize_args({"--model-dir", "m", "--output-dir", "o", "--quant-scheme", "fp8",
+                                      "--num-calib-data", "8"});
+  EXPECT_EQ(c.options.quant_scheme, "fp8");
+  EXPECT_EQ(c.options.num_calib_data, 8u);
+  const auto e = test::catch_error([] { parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8", "--bogus", "1"}); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos) << e.what();
+  EXPECT_EQ(test::catch_error([] { parse_quantize_args({"--model_dir", "m"}); }).kind(), ErrorKind::kUsage);
+}
+
+TEST(QuantizeArgs, ShellQuoting) {
+  EXPECT_EQ(shell_quote("plain/path-1.0"), "plain/path-1.0");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("*self_attn*"), "'*self_attn*'");
+  EXPECT_EQ(shell_join({"qloom", "quantize", "--model_dir", "/a b"}), "qloom quantize --model_dir '/a b'");
+}
+
+}  // namespace
+}  // namespace qloom::exporter
