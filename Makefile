@@ -1,7 +1,7 @@
 # qloom — top-level entry points. Each target runs scripts/setup first, which
 # installs what is missing (Debian packages, the test venv) and configures.
 #
-#   make demo      set up, build, run qloom on the bundled tiny model
+#   make demo      set up, build, run `qloom run "<prompt>"` on the bundled tiny model
 #   make test      set up, build, run the whole suite (CTest) + a short fuzz run
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
@@ -25,17 +25,16 @@ setup:
 build: setup
 	cmake --build $(BUILD) -j $(JOBS)
 
-DEMO_OUT    ?= $(BUILD)/demo/stories260K-mxfp4
+DEMO_WS     ?= $(BUILD)/demo/workspace
+DEMO_PROMPT ?= quantize the bundled model to fp8 with fp8 kv cache, calibrate on 64 samples, measure perplexity on 20 samples, accept a 10% perplexity gap
 
-# The main job on the bundled model: inspect, quantize to MXFP4 (RTN; the
-# down_proj layers, in_features 172, stay bf16), validate every step.
+# The main job on the bundled model, from a sentence: qloom run goes through
+# intake, plan, manifest, exec (calibrated FP8 weights/activations + FP8 KV
+# cache), export, validate and eval (source vs quantized perplexity, paired),
+# non-interactively, and prints the summary; every artifact is in DEMO_WS.
 demo: build
-	./$(BUILD)/qloom inspect $(DEMO_MODEL)
-	./$(BUILD)/qloom quantize --model_dir $(DEMO_MODEL) --output_dir $(DEMO_OUT) \
-	  --quant_scheme fp8 --kv_cache_dtype fp8 --num_calib_data 64 --overwrite --progress on
-	./$(BUILD)/qloom validate --source $(DEMO_MODEL) --quantized $(DEMO_OUT) \
-	  --report_dir $(BUILD)/demo
-	./$(BUILD)/qloom eval $(DEMO_OUT) --source $(DEMO_MODEL) --task kld --dataset tinystories --limit 20
+	./$(BUILD)/qloom run "$(DEMO_PROMPT)" --workspace $(DEMO_WS) --interactive off
+	@ls $(DEMO_WS)
 
 # The short fuzz run goes first so that CTest's summary closes the output.
 test: build

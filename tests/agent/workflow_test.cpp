@@ -21,6 +21,7 @@
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/validate/md5.h"
+#include "support/hub_server.h"
 #include "support/temp_dir.h"
 
 namespace qloom::agent {
@@ -420,6 +421,35 @@ TEST_F(Workflow, GarbageScalesAreUnclassifiedFailure) {  // #30
   const auto r = run(kRtn, t / "ws", hook);
   EXPECT_EQ(r.outcome_id, "unclassified_failure") << r.summary;
   EXPECT_FALSE(fs::exists(t / "ws" / "fix_hypothesis_attempt_2.md"));
+}
+
+TEST_F(Workflow, HubModelIntakeReadsOnlyConfigJsonBeforeThePlanCheckpoint) {  // issue 7
+  if (!test::HubTestServer::available()) GTEST_SKIP() << "python3 not found";
+  test::TempDir t("wf-hub");
+  test::HubTestServer srv;
+  ::setenv("HF_ENDPOINT", srv.endpoint().c_str(), 1);
+  ::setenv("HF_HUB_CACHE", (t / "cache").c_str(), 1);
+  ::unsetenv("HF_HUB_OFFLINE");
+  std::map<std::string, std::vector<std::string>> fetched_at;
+  auto hook = [&](std::string_view phase, int, const fs::path&, const fs::path&) {
+    fetched_at[std::string(phase)] = srv.files_fetched();
+  };
+  const auto r = run("quantize demo/stories to ptpc_fp8 without kv cache quantization, measure perplexity on 4 samples, "
+                     "accept a 50% gap",
+                     t / "ws", hook);
+  ::unsetenv("HF_ENDPOINT");
+  ::unsetenv("HF_HUB_CACHE");
+  EXPECT_EQ(r.outcome_id, "") << r.summary << last_log_;
+  // Intake, plan and the execution gate saw config.json only; exec fetched the rest.
+  for (const char* phase : {"plan", "manifest", "exec"})
+    EXPECT_EQ(fetched_at[phase], std::vector<std::string>{"config.json"}) << phase;
+  const auto all = srv.files_fetched();
+  EXPECT_NE(std::find(all.begin(), all.end(), "model.safetensors"), all.end());
+  const auto analysis = nlohmann::json::parse(read(t / "ws" / "model_analysis.json"));
+  EXPECT_EQ(analysis["model"]["source"], "hub");
+  const auto m = read_run_manifest(t / "ws");
+  EXPECT_EQ(m["inputs"]["model_source"], "hub");
+  EXPECT_EQ(manifest_quantize_args(m)[1], "demo/stories");  // the command names the hub id
 }
 
 TEST_F(Workflow, QuarkBackendOnlyOutcomesAreDocumented) {  // #1 #7

@@ -110,6 +110,18 @@ RunResult quantize_via_prompt(const std::string& prompt, const RunOptions& optio
     return r;
   }
 
+  // A new run in a used workspace starts from a clean slate, except the
+  // source evaluation, which is cached across runs and attempts (seed §5.1).
+  {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ws.dir(), ec)) {
+      const std::string n = e.path().filename().string();
+      if (n == "blocked.md" || n == "requantize_attempts.txt" || n == "eval_skipped.txt" || n == "assessment.json" ||
+          n.rfind("blocked_attempt_", 0) == 0 || n.rfind("fix_hypothesis_attempt_", 0) == 0)
+        ws.remove(n);
+    }
+  }
+
   std::vector<AttemptReport> reports;
   std::optional<FixHypothesis> fix;
   for (int attempt = 1;; ++attempt) {
