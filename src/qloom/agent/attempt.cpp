@@ -552,7 +552,10 @@ class AttemptRunner {
     const bool dataset = item.find("dataset") != std::string::npos || item.find("calib") != std::string::npos ||
                          (!o.dataset.empty() && file == o.dataset) || file.find("calibration") != std::string::npos;
     if (dataset) return {"exec_calibration_data_missing", text, {}};
-    if (under(file, source_dir_) || (model_source_ == "hub" && file.find("models--") != std::string::npos))
+    const bool flag = item.rfind("--", 0) == 0;  // a choice of the command, not a file's content
+    if (e.kind() == ErrorKind::kUsage)
+      return {"unclassified_failure", "qloom quantize refused the planned command: " + text, {}};
+    if (!flag && (under(file, source_dir_) || (model_source_ == "hub" && file.find("models--") != std::string::npos)))
       return {"exec_model_load_failed", text, {}};
     if (e.kind() == ErrorKind::kUnsupported || e.kind() == ErrorKind::kInternal)
       // qloom cannot do this (a dtype, an architecture, a layout): only a change of qloom fixes it.
@@ -717,6 +720,13 @@ class AttemptRunner {
         throw StopAttempt{"should_have_aux_missing", "validation step 1 still FAIL after repair: " + one_line(s.summary), {}};
       if (fail && s.number == 5) {
         const std::string t = one_line(s.summary);
+        // qloom's engine lacks a feature the model needs (e.g. a RoPE type):
+        // the checkpoint may be fine; only a change of qloom lets it verify.
+        if (s.data.value("engine_error_kind", "") == "unsupported")
+          throw StopAttempt{"upstream_change_required",
+                            "validation step 5: qloom's engine cannot run this model, so the export cannot be verified "
+                            "numerically; it needs a qloom change: " + t,
+                            {}};
         // The engine part of step 5 failed (load error or non-finite logits):
         // the model cannot serve; otherwise dequantized weights are off.
         if (t.find("engine: FAIL") != std::string::npos || t.find("non-finite logits") != std::string::npos)
@@ -748,7 +758,7 @@ class AttemptRunner {
   validate::ValidationReport run_validator() {
     validate::ValidateOptions vo;
     vo.threads = opts_.threads;
-    vo.numeric_step = validate::check_dequantized_weights;
+    if (opts_.numeric_validation) vo.numeric_step = validate::check_dequantized_weights;
     auto rep = validate::validate_checkpoint(source_dir_, quantized_dir_, vo);
     validate::write_validation_report(rep, ws_.dir());
     return rep;

@@ -43,6 +43,9 @@ struct RunOptions {
   // models' fp32 weights would not fit; real allocation failures map to the
   // same outcomes.
   std::optional<uint64_t> memory_limit_bytes;
+  // Validation step 5 (dequantize every weight, load in the engine); off:
+  // reported skipped, noted as nice_to_have_skipped (#20).
+  bool numeric_validation = true;
   // I/O of checkpoints and progress (stderr / stdin in the CLI).
   std::istream* in = nullptr;
   std::ostream* log = nullptr;

@@ -26,7 +26,7 @@ void register_run(CLI::App& app, CommandFn& run) {
     unsigned threads = 0;
     double eval_time_budget = 300;
     std::optional<uint64_t> max_memory;
-    bool json = false;
+    bool json = false, no_numeric = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -50,6 +50,8 @@ void register_run(CLI::App& app, CommandFn& run) {
       ->capture_default_str();
   sub->add_option(flag_names("max_memory"), o->max_memory,
                   "memory budget in bytes (default: available memory / cgroup limit); a plan that cannot fit stops with exec_oom");
+  sub->add_flag(flag_names("no_numeric"), o->no_numeric,
+                "skip validation step 5 (dequantize every weight, load in the engine); noted in the report");
   sub->add_flag(flag_names("json"), o->json, "print assessment.json instead of the summary");
   sub->callback([o, &run] {
     run = [o] {
@@ -62,6 +64,7 @@ void register_run(CLI::App& app, CommandFn& run) {
       ro.threads = o->threads;
       ro.eval_time_budget_s = o->eval_time_budget;
       ro.memory_limit_bytes = o->max_memory;
+      ro.numeric_validation = !o->no_numeric;
       ro.in = &std::cin;
       ro.log = &std::cerr;
       ro.stdin_is_tty = ::isatty(STDIN_FILENO);

@@ -248,6 +248,10 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
   } catch (const std::exception& e) {
     engine_summary = "engine: FAIL — " + describe_error(e);
     r.status = StepResult::kFail;
+    // Why the engine could not run it: "unsupported" means qloom's engine
+    // lacks a feature (e.g. a RoPE type), not that the checkpoint is broken.
+    const auto* qe = dynamic_cast<const Error*>(&e);
+    r.data["engine_error_kind"] = qe ? error_kind_name(qe->kind()) : (dynamic_cast<const std::bad_alloc*>(&e) ? "oom" : "other");
   }
   r.details.push_back("");
   r.details.push_back(engine_summary);
