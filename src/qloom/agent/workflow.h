@@ -84,3 +84,10 @@ RunResult quantize_via_prompt(const std::string& prompt, const RunOptions& optio
 std::filesystem::path bundled_demo_model();
 
 }  // namespace qloom::agent
+
+namespace qloom {
+// The public entry point under the name the seed gives it.
+using agent::quantize_via_prompt;
+using agent::RunOptions;
+using agent::RunResult;
+}  // namespace qloom
