@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gptq_bench: `qloom quantize --quant_algo gptq` (int4_wo_128, layer-by-layer
 # calibration) on a synthetic 32-layer bf16 model (qloom-synth --preset
-# bench-4gb: hidden 2048, intermediate 5632, 1.45 B parameters, 2.9 GB), with
+# bench-4gb: hidden 2048, intermediate 8192, vocab 32000, 2.08 B parameters,
+# 4.2 GB), with
 # a modest calibration set. Reports peak RSS (goal < 1.5 GB, independent of
 # depth: one layer + the calibration activations + one stage's Hessians) and
 # the wall time per decoder layer. Not run by ctest.

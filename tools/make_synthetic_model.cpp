@@ -58,8 +58,10 @@ json preset(const std::string& name) {
     base.update({{"hidden_size", 2048}, {"intermediate_size", 5632}, {"num_hidden_layers", 12},
                  {"num_attention_heads", 16}, {"num_key_value_heads", 4}});
   } else if (name == "bench-4gb") {
-    base.update({{"hidden_size", 2048}, {"intermediate_size", 5632}, {"num_hidden_layers", 32},
-                 {"num_attention_heads", 16}, {"num_key_value_heads", 4}});
+    // 2.08 B parameters, 4.2 GB in bf16 (intermediate 8192: the down_proj
+    // Hessian alone is 8192^2 x 8 B = 537 MB).
+    base.update({{"hidden_size", 2048}, {"intermediate_size", 8192}, {"num_hidden_layers", 32},
+                 {"num_attention_heads", 16}, {"num_key_value_heads", 4}, {"vocab_size", 32000}});
   } else {
     throw qloom::Error(qloom::ErrorKind::kUsage, "", "--preset", "unknown preset '" + name + "'",
                        "use tiny, bench-1gb or bench-4gb, or pass --config");

@@ -100,3 +100,19 @@ TEST(EvalGap, ReportKeysInTheSeedsOrder) {
 
 }  // namespace
 }  // namespace qloom::agent
+
+namespace qloom::agent {
+namespace {
+
+TEST(EvalGapJudge, BothScoresZeroOnAHigherIsBetterMetricIsUnresolved) {
+  const auto g = paired_accuracy_gap("gsm8k", std::vector<double>(10, 0.0), std::vector<double>(10, 0.0));
+  EXPECT_EQ(g.relative_gap, 0.0);
+  EXPECT_EQ(judge(g, 0.05), GateVerdict::kUnresolved);
+  // A quantized model that scores where the source scored 0 is no loss either way.
+  std::vector<double> q(10, 0.0);
+  q[3] = 1;
+  EXPECT_NE(judge(paired_accuracy_gap("gsm8k", std::vector<double>(10, 0.0), q), 0.05), GateVerdict::kFail);
+}
+
+}  // namespace
+}  // namespace qloom::agent

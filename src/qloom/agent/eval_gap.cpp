@@ -146,6 +146,10 @@ GapEstimate paired_ppl_gap(std::string metric_name, const std::vector<double>& s
 }
 
 GateVerdict judge(const GapEstimate& g, double threshold, double z) {
+  // A higher-is-better source that scores 0 leaves nothing to lose: a gap
+  // of 0 there says nothing about the quantization (a tiny model on gsm8k).
+  if (g.direction == MetricDirection::kHigherIsBetter && g.source_score == 0 && g.quantized_score == 0)
+    return GateVerdict::kUnresolved;
   if (g.relative_gap + z * g.gap_stderr <= threshold) return GateVerdict::kPass;
   if (g.relative_gap - z * g.gap_stderr > threshold) return GateVerdict::kFail;
   return GateVerdict::kUnresolved;

@@ -65,7 +65,8 @@ GapEstimate paired_ppl_gap(std::string metric_name, const std::vector<double>& s
 
 // kPass: gap + z·se <= threshold; kFail: gap - z·se > threshold; otherwise
 // the sample size cannot tell (kUnresolved), e.g. a 3% threshold judged on 40
-// gsm8k problems. z = 1.96 (95%).
+// gsm8k problems; also kUnresolved when a higher-is-better source and the
+// quantized model both score 0 (nothing to lose, nothing learned). z = 1.96.
 enum class GateVerdict { kPass, kFail, kUnresolved };
 GateVerdict judge(const GapEstimate& g, double threshold, double z = 1.96);
 const char* verdict_name(GateVerdict v);  // "pass" | "fail" | "unresolved"
