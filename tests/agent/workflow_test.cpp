@@ -47,10 +47,9 @@ class Workflow : public ::testing::Test {
   static void SetUpTestSuite() { demo_before_ = fingerprint(kDemo); }
   static void TearDownTestSuite() { EXPECT_EQ(fingerprint(kDemo), demo_before_) << "the bundled demo model was modified"; }
 
-  RunResult run(const std::string& prompt, const fs::path& ws,
-                decltype(RunOptions::on_phase) hook = {}, std::optional<uint64_t> memory_limit = std::nullopt) {
+  // Non-interactive options with the test's streams.
+  RunOptions options(const fs::path& ws) {
     RunOptions o;
-    o.memory_limit_bytes = memory_limit;
     o.workspace = ws;
     o.interactive = Interactive::kOff;
     o.max_requantize_attempts = 1;
@@ -58,11 +57,20 @@ class Workflow : public ::testing::Test {
     o.eval_time_budget_s = 60;
     o.in = &in_;
     o.log = &log_;
-    o.on_phase = std::move(hook);
+    return o;
+  }
+  RunResult run_with(const std::string& prompt, const RunOptions& o) {
     RunResult r = quantize_via_prompt(prompt, o);
     last_log_ = log_.str();
     log_.str("");
     return r;
+  }
+  RunResult run(const std::string& prompt, const fs::path& ws, decltype(RunOptions::on_phase) hook = {},
+                std::optional<uint64_t> memory_limit = std::nullopt) {
+    RunOptions o = options(ws);
+    o.memory_limit_bytes = memory_limit;
+    o.on_phase = std::move(hook);
+    return run_with(prompt, o);
   }
 
   static std::string read(const fs::path& p) { return test::read_file(p); }
@@ -469,13 +477,9 @@ TEST_F(Workflow, EngineLackingAFeatureIsUpstreamChangeRequired) {  // upstream_c
 
 TEST_F(Workflow, SkippedNumericStepIsNiceToHaveSkippedAndNoted) {  // #20
   test::TempDir t("wf-20");
-  RunOptions o;
-  o.workspace = t / "ws";
-  o.interactive = Interactive::kOff;
+  RunOptions o = options(t / "ws");
   o.numeric_validation = false;
-  o.in = &in_;
-  o.log = &log_;
-  const auto r = quantize_via_prompt(kRtn + ", accept a 50% gap", o);
+  const auto r = run_with(kRtn + ", accept a 50% gap", o);
   EXPECT_TRUE(has(recovered_ids(r), "nice_to_have_skipped")) << r.assessment.dump(2);
   EXPECT_NE(read(t / "ws" / "validation_report.md").find("## Notes\n- step 5 skipped"), std::string::npos);
   EXPECT_EQ(r.outcome_id, "") << r.summary;
@@ -484,18 +488,14 @@ TEST_F(Workflow, SkippedNumericStepIsNiceToHaveSkippedAndNoted) {  // #20
 TEST_F(Workflow, UnreadableSourceWeightsAtValidationAreMustValidateSkipped) {  // #27
   test::TempDir t("wf-27");
   const fs::path model = demo_copy(t);
-  RunOptions o;
-  o.workspace = t / "ws";
-  o.interactive = Interactive::kOff;
+  RunOptions o = options(t / "ws");
   o.numeric_validation = false;
-  o.in = &in_;
-  o.log = &log_;
   // The test's own copy of the source loses its weights after export (a
   // network share going away): steps 4 and 2 cannot compare anything.
   o.on_phase = [&](std::string_view phase, int, const fs::path&, const fs::path&) {
     if (phase == "validate") fs::resize_file(model / "model.safetensors", 10);
   };
-  const auto r = quantize_via_prompt("quantize " + model.string() + " to ptpc_fp8 without kv cache quantization", o);
+  const auto r = run_with("quantize " + model.string() + " to ptpc_fp8 without kv cache quantization", o);
   EXPECT_TRUE(has(recovered_ids(r), "must_validate_skipped")) << r.assessment.dump(2);
   EXPECT_NE(read(t / "ws" / "validation_report.md").find("skipped"), std::string::npos);
   // Eval then cannot load the source either: eval_skipped.txt (#22).

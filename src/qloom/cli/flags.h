@@ -1,24 +1,8 @@
-// Flag spelling: every multi-word option is accepted both as snake_case (the
-// spelling Quark's CLI uses) and kebab-case. Declare options through these.
+// Flag spelling of the CLI: see core/flag_names.h (snake_case and kebab-case).
 #pragma once
 
-#include <string>
-#include <string_view>
+#include "qloom/core/flag_names.h"
 
 namespace qloom::cli {
-
-// "output_dir" -> "--output_dir,--output-dir"; "json" -> "--json".
-inline std::string flag_names(std::string_view snake, std::string_view short_name = {}) {
-  std::string names;
-  if (!short_name.empty()) names += "-" + std::string(short_name) + ",";
-  names += "--" + std::string(snake);
-  if (snake.find('_') != std::string_view::npos) {
-    std::string kebab(snake);
-    for (char& c : kebab)
-      if (c == '_') c = '-';
-    names += ",--" + kebab;
-  }
-  return names;
-}
-
+using qloom::flag_names;
 }  // namespace qloom::cli

@@ -7,21 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include "qloom/core/error.h"
+#include "qloom/core/flag_names.h"
 #include "qloom/quant/scheme_registry.h"
 
 namespace qloom::exporter {
 namespace {
-
-// "output_dir" -> "--output_dir,--output-dir" (the CLI's flag spelling rule).
-std::string names(const std::string& snake) {
-  std::string n = "--" + snake;
-  if (snake.find('_') != std::string::npos) {
-    std::string kebab = snake;
-    std::replace(kebab.begin(), kebab.end(), '_', '-');
-    n += ",--" + kebab;
-  }
-  return n;
-}
 
 std::string scheme_list() {
   std::string s;
@@ -44,36 +34,36 @@ std::string num(double v) {
 void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
   QuantizeOptions& o = cmd.options;
   sub.add_option_function<std::string>(
-         names("model_dir"), [&o](const std::string& v) { o.model_dir = v; },
+         flag_names("model_dir"), [&o](const std::string& v) { o.model_dir = v; },
          "source model directory or hub id org/name[@revision]")
       ->required();
   sub.add_option_function<std::string>(
-         names("output_dir"), [&o](const std::string& v) { o.output_dir = v; }, "where the quantized model is written")
+         flag_names("output_dir"), [&o](const std::string& v) { o.output_dir = v; }, "where the quantized model is written")
       ->required();
-  sub.add_option(names("quant_scheme"), o.quant_scheme, "one of: " + scheme_list())->required();
-  sub.add_option(names("kv_cache_dtype"), o.kv_cache_dtype, "KV cache quantization: fp8");
-  sub.add_option(names("layer_quant_scheme"), o.layer_quant_scheme,
+  sub.add_option(flag_names("quant_scheme"), o.quant_scheme, "one of: " + scheme_list())->required();
+  sub.add_option(flag_names("kv_cache_dtype"), o.kv_cache_dtype, "KV cache quantization: fp8");
+  sub.add_option(flag_names("layer_quant_scheme"), o.layer_quant_scheme,
                  "PATTERN SCHEME: a different scheme for matching layers (repeatable)");
-  sub.add_option(names("exclude_layers"), o.exclude_layers,
+  sub.add_option(flag_names("exclude_layers"), o.exclude_layers,
                  "layer patterns kept in the source dtype (in addition to the model's defaults)");
-  sub.add_option(names("quant_algo"), o.quant_algo, "calibrated algorithm(s), comma-separated: gptq, awq, smoothquant");
-  sub.add_option(names("dataset"), o.dataset,
+  sub.add_option(flag_names("quant_algo"), o.quant_algo, "calibrated algorithm(s), comma-separated: gptq, awq, smoothquant");
+  sub.add_option(flag_names("dataset"), o.dataset,
                  "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
-  sub.add_option(names("num_calib_data"), o.num_calib_data, "calibration samples")->capture_default_str();
-  sub.add_option(names("seq_len"), o.seq_len, "calibration sequence length")->capture_default_str();
-  sub.add_option(names("batch_size"), o.batch_size, "calibration batch size")->capture_default_str();
-  sub.add_option(names("device"), o.device, "only cpu")->capture_default_str();
-  sub.add_option(names("min_kv_scale"), o.min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();
-  sub.add_option(names("pack_method"), o.pack_method, "int4 packing: reorder | order")->capture_default_str();
-  sub.add_option(names("model_export"), o.model_export, "only hf_format")->capture_default_str();
-  sub.add_flag(names("skip_evaluation"), o.skip_evaluation, "accepted (qloom quantize never evaluates)");
-  sub.add_flag(names("no_trust_remote_code"), cmd.no_trust_remote_code, "accepted (qloom never runs model code)");
-  sub.add_flag(names("overwrite"), o.overwrite, "replace an existing output directory");
-  sub.add_flag(names("exclude_unsupported"), o.exclude_unsupported,
+  sub.add_option(flag_names("num_calib_data"), o.num_calib_data, "calibration samples")->capture_default_str();
+  sub.add_option(flag_names("seq_len"), o.seq_len, "calibration sequence length")->capture_default_str();
+  sub.add_option(flag_names("batch_size"), o.batch_size, "calibration batch size")->capture_default_str();
+  sub.add_option(flag_names("device"), o.device, "only cpu")->capture_default_str();
+  sub.add_option(flag_names("min_kv_scale"), o.min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();
+  sub.add_option(flag_names("pack_method"), o.pack_method, "int4 packing: reorder | order")->capture_default_str();
+  sub.add_option(flag_names("model_export"), o.model_export, "only hf_format")->capture_default_str();
+  sub.add_flag(flag_names("skip_evaluation"), o.skip_evaluation, "accepted (qloom quantize never evaluates)");
+  sub.add_flag(flag_names("no_trust_remote_code"), cmd.no_trust_remote_code, "accepted (qloom never runs model code)");
+  sub.add_flag(flag_names("overwrite"), o.overwrite, "replace an existing output directory");
+  sub.add_flag(flag_names("exclude_unsupported"), o.exclude_unsupported,
                "keep layers the scheme cannot store (e.g. int4 with out_features % 8 != 0) unquantized");
-  sub.add_option(names("max_shard_size"), o.max_shard_bytes, "max bytes per output shard")->capture_default_str();
-  sub.add_option(names("threads"), o.threads, "worker threads (0 = all cores)");
-  sub.add_option(names("progress"), cmd.progress, "per-tensor lines on stderr: auto (when a terminal) | on | off")
+  sub.add_option(flag_names("max_shard_size"), o.max_shard_bytes, "max bytes per output shard")->capture_default_str();
+  sub.add_option(flag_names("threads"), o.threads, "worker threads (0 = all cores)");
+  sub.add_option(flag_names("progress"), cmd.progress, "per-tensor lines on stderr: auto (when a terminal) | on | off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
 }
 

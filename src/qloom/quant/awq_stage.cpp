@@ -61,25 +61,11 @@ class AwqStage final : public AlgorithmStage {
 
   void process_layer(LayerSession& s) override;
 
-  void finish(PipelineSummary& summary) override {
-    for (const auto& [key, skip] : skipped_)
-      summary.warnings.push_back("AWQ left " + key + " unscaled in " + std::to_string(skip.second) +
-                                 " layer(s): " + skip.first);
-  }
+  void finish(PipelineSummary& summary) override { unscaled_.report("AWQ", summary.warnings); }
 
  private:
-  bool selected(const ScalingLayerEntry& e) const {
-    if (c_.scaling_layers.empty()) return true;
-    for (const auto& u : c_.scaling_layers)
-      if (same_group(u, e)) return true;
-    return false;
-  }
-  void note_skip(const ScalingLayerEntry& e, const std::string& why) {
-    const std::string key = e.prev_op + " -> " + e.layers.front() + (e.layers.size() > 1 ? ", ..." : "");
-    auto& v = skipped_[key];
-    if (v.first.empty()) v.first = why;
-    ++v.second;
-  }
+  bool selected(const ScalingLayerEntry& e) const { return group_selected(c_.scaling_layers, e); }
+  void note_skip(const ScalingLayerEntry& e, const std::string& why) { unscaled_.note(e, why); }
   // Returns false when the group's input saw no calibration token.
   bool search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
                        const std::string& out_module);
@@ -87,7 +73,7 @@ class AwqStage final : public AlgorithmStage {
 
   AwqStageConfig c_;
   ScalingLayersRecord record_;
-  std::map<std::string, std::pair<std::string, int>> skipped_;  // entry -> (reason, layers)
+  UnscaledGroups unscaled_;
 };
 
 void AwqStage::process_layer(LayerSession& s) {

@@ -137,4 +137,24 @@ nlohmann::ordered_json ScalingLayersRecord::to_json() const {
   return a;
 }
 
+bool group_selected(const std::vector<ScalingLayerEntry>& chosen, const ScalingLayerEntry& e) {
+  if (chosen.empty()) return true;
+  for (const auto& u : chosen)
+    if (same_group(u, e)) return true;
+  return false;
+}
+
+void UnscaledGroups::note(const ScalingLayerEntry& e, const std::string& why) {
+  std::string key = e.prev_op + " -> " + e.layers.front();
+  if (e.layers.size() > 1) key += ", ...";
+  auto& v = groups_[key];
+  if (v.first.empty()) v.first = why;
+  ++v.second;
+}
+
+void UnscaledGroups::report(const std::string& stage, std::vector<std::string>& warnings) const {
+  for (const auto& [key, g] : groups_)
+    warnings.push_back(stage + " left " + key + " unscaled in " + std::to_string(g.second) + " layer(s): " + g.first);
+}
+
 }  // namespace qloom::quant

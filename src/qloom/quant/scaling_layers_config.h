@@ -13,6 +13,7 @@
 // (quantized linears whose columns carry the scale) from the written list.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -71,6 +72,23 @@ class ScalingLayersRecord {
  private:
   std::vector<ScalingLayerEntry> entries_;
   std::set<std::string> seen_;
+};
+
+// Whether `e` is one of the groups a config chose (every group when `chosen`
+// is empty: the stage's defaults).
+bool group_selected(const std::vector<ScalingLayerEntry>& chosen, const ScalingLayerEntry& e);
+
+// The groups a stage left unscaled, keyed "prev_op -> first layer[, ...]",
+// with the first reason and the number of layers; reported as one warning
+// per group by report().
+class UnscaledGroups {
+ public:
+  void note(const ScalingLayerEntry& e, const std::string& why);
+  // "<stage> left <key> unscaled in N layer(s): <reason>" for each group.
+  void report(const std::string& stage, std::vector<std::string>& warnings) const;
+
+ private:
+  std::map<std::string, std::pair<std::string, int>> groups_;
 };
 
 }  // namespace qloom::quant

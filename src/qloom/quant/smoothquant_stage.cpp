@@ -47,23 +47,14 @@ class SmoothQuantStage final : public AlgorithmStage {
 
   void process_layer(LayerSession& s) override;
 
-  void finish(PipelineSummary& summary) override {
-    for (const auto& [key, skip] : skipped_)
-      summary.warnings.push_back("SmoothQuant left " + key + " unscaled in " + std::to_string(skip.second) +
-                                 " layer(s): " + skip.first);
-  }
+  void finish(PipelineSummary& summary) override { unscaled_.report("SmoothQuant", summary.warnings); }
 
  private:
-  bool selected(const ScalingLayerEntry& e) const {
-    if (c_.scaling_layers.empty()) return true;
-    for (const auto& u : c_.scaling_layers)
-      if (same_group(u, e)) return true;
-    return false;
-  }
+  bool selected(const ScalingLayerEntry& e) const { return group_selected(c_.scaling_layers, e); }
 
   SmoothQuantStageConfig c_;
   ScalingLayersRecord record_;
-  std::map<std::string, std::pair<std::string, int>> skipped_;  // entry -> (reason, layers)
+  UnscaledGroups unscaled_;
 };
 
 void SmoothQuantStage::process_layer(LayerSession& s) {
@@ -75,10 +66,7 @@ void SmoothQuantStage::process_layer(LayerSession& s) {
     ScalingLayerEntry e = scaling_entry_of(g, layer);
     if (!selected(e)) continue;
     if (const std::string why = fold_blocker(s, g); !why.empty()) {
-      const std::string key = e.prev_op + " -> " + e.layers.front() + (e.layers.size() > 1 ? ", ..." : "");
-      auto& v = skipped_[key];
-      if (v.first.empty()) v.first = why;
-      ++v.second;
+      unscaled_.note(e, why);
       continue;
     }
     stats[g.input_site].absmax.assign(static_cast<size_t>(g.channels), 0.0f);
