@@ -212,8 +212,12 @@ std::string render_summary(const nlohmann::ordered_json& a) {
   std::string s;
   char buf[512];
   auto line = [&](const char* k, const std::string& v) {
-    std::snprintf(buf, sizeof buf, "  %-18s %s\n", k, v.c_str());
-    s += buf;
+    std::string label = "  ";
+    label += k;
+    label.resize(std::max<size_t>(label.size() + 1, 21), ' ');
+    s += label;
+    s += v;
+    s += '\n';
   };
   s += "\nqloom run — summary\n";
   line("asked", a.value("user_prompt", ""));
