@@ -410,5 +410,28 @@ TEST(QuantPlan, SchemeLayerProblem) {
   EXPECT_THROW(scheme_layer_problem("nope", 8, 8), Error);
 }
 
+TEST(QuantPlan, LayersThatDoNotFitAreExcludedWhenThePromptSaysSo) {
+  // int4 g32 on the demo model: the MLP (172 channels) cannot be stored.
+  const oj asked = plan_for("quantize the demo model to int4 g32", demo_analysis());
+  ASSERT_EQ(asked["open_questions"].size(), 1u);
+  EXPECT_EQ(asked["open_questions"][0]["field"], "quant_scheme");
+
+  const Intent in = parse_intent("quantize the demo model to int4 g32, keep the layers that don't fit in bf16", context());
+  EXPECT_TRUE(in.exclude_unsupported.value);
+  EXPECT_EQ(in.exclude_unsupported.source, Source::kStated);
+  const oj p = build_quant_plan(in, demo_analysis(), no_data_dir());
+  EXPECT_TRUE(p["open_questions"].empty()) << p["open_questions"].dump();
+  const auto excl = p["exclude_layers"].get<std::vector<std::string>>();
+  for (const char* m : {"model.layers.*.mlp.gate_proj", "model.layers.*.mlp.up_proj", "model.layers.*.mlp.down_proj"})
+    EXPECT_NE(std::find(excl.begin(), excl.end(), m), excl.end()) << m;
+  EXPECT_EQ(p["scheme_check"]["excluded_not_fitting"].size(), 3u);
+  EXPECT_TRUE(check_artifact("quant_plan", json(p)).empty());
+  // Nothing fits at all (int4 g128 on a 64-wide model): still a question.
+  const oj none = build_quant_plan(
+      parse_intent("quantize the demo model to int4 g128, skip layers that don't fit", context()), demo_analysis(),
+      no_data_dir());
+  EXPECT_EQ(none["open_questions"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace qloom::agent

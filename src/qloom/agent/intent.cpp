@@ -166,6 +166,17 @@ Intent parse_intent(std::string_view prompt, const IntentContext& ctx) {
   detail::pass_algorithm(st);
   detail::pass_scheme(st);
   detail::finish_defaults(st);
+  // "keep the layers that don't fit in bf16" / "exclude unsupported layers".
+  std::string low(prompt);
+  for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* phrase : {"don't fit", "dont fit", "do not fit", "doesn't fit", "does not fit", "don\u2019t fit",
+                             "can't be stored", "cannot be stored", "exclude_unsupported", "unsupported layers",
+                             "layers that don't fit", "unfit layers"})
+    if (low.find(phrase) != std::string::npos) {
+      st.out.exclude_unsupported = {true, Source::kStated};
+      st.out.reasons["exclude_unsupported"] = "The prompt keeps layers the scheme cannot store in the source dtype";
+      break;
+    }
   return std::move(st.out);
 }
 
@@ -192,6 +203,7 @@ nlohmann::ordered_json to_json(const Intent& in) {
   put("quant_algo", in.quant_algo);
   put("exclude_layers", in.exclude_layers);
   put("quantize_layers", in.quantize_layers);
+  put("exclude_unsupported", in.exclude_unsupported);
   put("layer_quant_scheme", in.layer_quant_scheme);
   put("dataset", in.dataset);
   put("num_calib_data", in.num_calib_data);

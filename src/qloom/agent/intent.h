@@ -78,6 +78,11 @@ struct Intent {
   // Patterns the prompt wants quantized although a template may exclude them
   // ("quantize the lm_head too" -> lm_head).
   Sourced<std::vector<std::string>> quantize_layers;
+  // "keep the layers that don't fit in bf16": layers the scheme's Quark
+  // layout cannot hold (e.g. int4 with out_features % 8 != 0) stay in the
+  // source dtype instead of being an open question (the plan excludes them
+  // by pattern).
+  Sourced<bool> exclude_unsupported;
   // --layer_quant_scheme PATTERN SCHEME overrides ("keep attention in fp8").
   Sourced<std::map<std::string, std::string>> layer_quant_scheme;
 

@@ -161,7 +161,7 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
   if (in.exclude_layers.source == Source::kStated || in.exclude_layers.source == Source::kInferred)
     excl_reason += "; user: " + reason_of(in, "exclude_layers", "exclude " + list_text(in.exclude_layers.value));
   if (!dropped.empty()) excl_reason += "; quantized on request: " + list_text(dropped);
-  const std::string excl_source =
+  std::string excl_source =
       (in.exclude_layers.source == Source::kStated || in.quantize_layers.source == Source::kStated) ? "stated"
       : in.exclude_layers.source == Source::kInferred || in.quantize_layers.source == Source::kInferred
           ? "inferred"
@@ -262,7 +262,21 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
                     {"modules_not_fitting", bad},
                     {"problems", probs},
                     {"fitting_schemes", fitting}};
-    if (bad > 0) {
+    if (bad > 0 && bad < checked && in.exclude_unsupported.value) {
+      // "keep the layers that don't fit in bf16": exclude them by pattern.
+      std::vector<std::string> added;
+      for (const auto& pr : problems)
+        if (std::find(excl.begin(), excl.end(), pr.pattern) == excl.end()) {
+          excl.push_back(pr.pattern);
+          added.push_back(pr.pattern);
+        }
+      excl_reason += "; kept in the source dtype because " + scheme + " cannot store them (the prompt asked): " +
+                     list_text(added);
+      if (excl_source == "default" || excl_source == "model") excl_source = "stated";
+      notes.push_back(std::to_string(bad) + " of " + std::to_string(checked) + " linear layers do not fit " + scheme +
+                      " and stay in the source dtype: " + list_text(added));
+      scheme_check["excluded_not_fitting"] = added;
+    } else if (bad > 0) {
       // Up to two examples, with different reasons when there are several.
       std::vector<std::string> ex;
       std::set<std::string> reasons;
