@@ -69,6 +69,7 @@ HessianAccumulator::HessianAccumulator(int64_t cols) : cols_(cols), sum_(static_
 void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool* pool) {
   if (rows <= 0) return;
   const int64_t n = cols_;
+  if (sum_.empty()) sum_.assign(static_cast<size_t>(n * n), 0.0);  // after take_hessian()
   xd_.resize(static_cast<size_t>(rows * n));
   for (int64_t i = 0; i < rows * n; ++i) xd_[static_cast<size_t>(i)] = x[i];
   // Column tiles of the upper triangle: sum[0:j1, j0:j1] += Xᵀ[0:j1] X[:, j0:j1].
@@ -107,15 +108,18 @@ std::vector<double> HessianAccumulator::take_hessian() {
       h[static_cast<size_t>(i * n + j)] = v;
       h[static_cast<size_t>(j * n + i)] = v;
     }
+  // The accumulator holds nothing until the next add(): no second n x n
+  // buffer beside the one handed out (537 MB for in_features 8192).
   n_ = 0;
-  sum_.assign(static_cast<size_t>(n * n), 0.0);
+  sum_.clear();
+  sum_.shrink_to_fit();
   return h;
 }
 
 std::vector<double> HessianAccumulator::hessian() const {
   const int64_t n = cols_;
   std::vector<double> h(static_cast<size_t>(n * n), 0.0);
-  if (n_ == 0) return h;
+  if (n_ == 0 || sum_.empty()) return h;
   const double f = 2.0 / static_cast<double>(n_);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j) {
