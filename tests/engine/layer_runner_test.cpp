@@ -128,6 +128,14 @@ TEST(LayerRunner, ReplacedWeightChangesTheLayerAndAttentionPartKeepsH) {
   runner->unload();
   EXPECT_THROW(runner->forward_layer(h.data(), T), Error);
   EXPECT_THROW(runner->embed(std::vector<int32_t>{-1}), Error);
+  // Released (calibration embeds its samples first): embed() is a usage error.
+  runner->release_embedding();
+  try {
+    runner->embed(std::vector<int32_t>{1});
+    ADD_FAILURE() << "embed after release_embedding did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  }
 }
 
 }  // namespace

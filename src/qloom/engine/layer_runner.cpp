@@ -26,10 +26,18 @@ class LayerRunnerImpl final : public LayerRunner {
   ThreadPool& pool() override { return pool_; }
 
   std::vector<float> embed(std::span<const int32_t> tokens) const override {
+    if (embed_released_)
+      throw Error(ErrorKind::kUsage, label_, "embed", "the token embedding was released (release_embedding)",
+                  "embed every input before releasing it");
     check_token_ids(config_, tokens);
     std::vector<float> x(tokens.size() * static_cast<size_t>(config_.hidden_size));
     embed_tokens(config_, embed_.w, tokens, x.data());
     return x;
+  }
+
+  void release_embedding() override {
+    embed_ = NamedLinear{};
+    embed_released_ = true;
   }
 
   void load_layer(int64_t i) override {
@@ -91,6 +99,7 @@ class LayerRunnerImpl final : public LayerRunner {
   ThreadPool pool_;
   DecoderSetup setup_;
   NamedLinear embed_;
+  bool embed_released_ = false;
   std::vector<float> final_norm_;
   LayerWeights layer_;
   int64_t index_ = -1;

@@ -60,6 +60,9 @@ class LayerRunner {
   // The embedded tokens, [T, hidden] fp32. Throws kInvalidInput for ids
   // outside the vocabulary.
   virtual std::vector<float> embed(std::span<const int32_t> tokens) const = 0;
+  // Frees the token embedding once every input is embedded (calibration
+  // embeds its samples first): embed() then throws kUsage.
+  virtual void release_embedding() = 0;
 
   // Loads decoder layer i (replacing a loaded one); each source tensor is
   // released once copied. Throws kUsage for i out of range, else as Model::load.

@@ -145,6 +145,7 @@ CalibrationPipeline::CalibrationPipeline(PipelineRequest request, const Calibrat
     p.summary.activation_bytes += p.acts.back().size() * sizeof(float);
   }
   p.summary.samples = p.acts.size();
+  p.runner->release_embedding();  // vocab x hidden floats not needed past layer 0's inputs
   for (auto& st : p.stages) st->start(p.runner->config());
 }
 
