@@ -10,6 +10,7 @@
 // changed tensors).
 #pragma once
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -148,6 +149,20 @@ inline CalibrationData synthetic_samples(int64_t vocab, size_t n, size_t len, ui
     d.samples.push_back(std::move(t));
   }
   return d;
+}
+
+// Every value of tensor `name` as the folded overlay gives it is finite.
+inline bool all_finite(const WeightOverlay& w, const std::string& name) {
+  for (float v : host_tensor_f32(w.load(name), name))
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+// A pipeline warning contains `text`.
+inline bool warned(const PipelineSummary& s, const std::string& text) {
+  for (const auto& w : s.warnings)
+    if (w.find(text) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace qloom::quant::teststage
