@@ -1,0 +1,60 @@
+// The real-model tier's shared pieces: where the converted SmolLM2-135M lives
+// (QLOOM_REAL_MODEL_DIR, set by tests/real/CMakeLists.txt), its goldens
+// (tests/data/real, scripts/goldens/real_smollm2.py), and running the CLI with
+// a JSON result.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/subprocess.h"
+#include "support/temp_dir.h"
+
+namespace qloom::test {
+
+// The converted model; an unset variable is a failure (the tier exists only
+// when scripts/setup fetched the model), never a silent skip.
+inline std::filesystem::path real_model_dir() {
+  const char* d = std::getenv("QLOOM_REAL_MODEL_DIR");
+  if (!d || !*d) {
+    ADD_FAILURE() << "QLOOM_REAL_MODEL_DIR is not set: run the real tier through ctest (label real)";
+    return {};
+  }
+  return d;
+}
+
+inline std::filesystem::path real_data_dir() {
+  return std::filesystem::path(QLOOM_TEST_DATA_DIR) / "real";
+}
+
+inline nlohmann::json real_goldens() {
+  std::ifstream in(real_data_dir() / "smollm2_goldens.json");
+  return nlohmann::json::parse(in);
+}
+
+inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) return nlohmann::json();
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+// Runs qloom with `args` + `--json OUT` and returns the parsed JSON; records a
+// failure (with stderr) when the command fails.
+inline nlohmann::json run_qloom_json(std::vector<std::string> args, const TempDir& tmp,
+                                     const std::string& name) {
+  const auto out = tmp / (name + ".json");
+  args.push_back("--json");
+  args.push_back(out.string());
+  CommandResult r = run_qloom(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return read_json_file(out);
+}
+
+}  // namespace qloom::test
