@@ -105,3 +105,74 @@ TEST(NumericStepCorruption, EngineLoadFailureFailsStepFive) {
 
 }  // namespace
 }  // namespace qloom::validate
+
+namespace qloom::validate {
+namespace {
+
+TEST(NumericStepFloor, LoweredToWhatRtnReachesOnTheTensor) {
+  quant::QuantSpec int8;
+  int8.dtype = quant::QDtype::kInt8;
+  const double fixed = sqnr_floor_db(int8);
+  EXPECT_EQ(module_sqnr_floor_db(int8, std::nullopt, true), fixed);
+  EXPECT_EQ(module_sqnr_floor_db(int8, 40.0, true), fixed);  // never raised above the fixed floor
+  EXPECT_NEAR(module_sqnr_floor_db(int8, 18.68, true), 18.68 - kRtnSqnrAllowanceDb, 1e-12);
+  EXPECT_NEAR(module_sqnr_floor_db(int8, 18.68, false), 18.68 - kAlgoSqnrAllowanceDb, 1e-12);
+  EXPECT_EQ(module_sqnr_floor_db(int8, -HUGE_VAL, true), fixed);
+}
+
+// A real weight with an outlier (SmolLM2-135M: per-tensor int8 of layer 27's
+// gate_proj reaches 18.7 dB) is below the fixed 20 dB floor however correctly
+// it is quantized; step 5 holds it to its own RTN figure instead, and a broken
+// scale still fails.
+TEST(NumericStepFloor, OutlierWeightPassesAtItsRtnSqnrAndACorruptScaleStillFails) {
+  test::TempDir tmp;
+  const fs::path src = tmp.path() / "src";
+  fs::create_directories(src);
+  for (const auto& e : fs::directory_iterator(QLOOM_DEMO_MODEL_DIR)) fs::copy_file(e.path(), src / e.path().filename());
+  fs::permissions(src / "model.safetensors", fs::perms::owner_write, fs::perm_options::add);
+  uint64_t offset = 0;
+  {
+    const auto f = io::SafetensorsFile::open(src / "model.safetensors");
+    const io::TensorInfo* t = f.find("model.layers.0.mlp.gate_proj.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->dtype, DType::kBF16);
+    offset = f.data_offset() + t->data_begin;
+  }
+  auto patch = [](const fs::path& file, uint64_t at, const char* bytes, size_t n) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(bytes, static_cast<std::streamsize>(n));
+  };
+  const char big[2] = {0x00, 0x42};  // bf16 0x4200 = 32.0, ~100x the layer's other weights
+  patch(src / "model.safetensors", offset, big, 2);
+
+  exporter::QuantizeOptions o;
+  o.model_dir = src;
+  o.output_dir = tmp.path() / "q";
+  o.quant_scheme = "int8";
+  o.num_calib_data = 4;
+  o.seq_len = 64;
+  exporter::quantize_model(o);
+  const StepResult ok = check_dequantized_weights(io::ModelDir::open(src), io::ModelDir::open(o.output_dir));
+  EXPECT_EQ(ok.status, StepResult::kOk) << ok.summary;
+  EXPECT_LT(ok.data["worst_sqnr_db"].get<double>(), sqnr_floor_db(quant::QuantSpec{}));
+  EXPECT_EQ(ok.data["worst_module"], "model.layers.0.mlp.gate_proj");
+  bool floor_named = false;
+  for (const auto& d : ok.details) floor_named |= d.find("gate_proj` ") != std::string::npos && d.find("(RTN ") != std::string::npos;
+  EXPECT_TRUE(floor_named) << "the lowered floor names the RTN figure it came from";
+
+  uint64_t scale_at = 0;
+  {
+    const auto f = io::SafetensorsFile::open(o.output_dir / "model.safetensors");
+    const io::TensorInfo* t = f.find("model.layers.0.mlp.gate_proj.weight_scale");
+    ASSERT_NE(t, nullptr);
+    scale_at = f.data_offset() + t->data_begin + (t->nbytes() - 1);  // high byte of the scale
+  }
+  const char flipped[1] = {0x7e};
+  patch(o.output_dir / "model.safetensors", scale_at, flipped, 1);
+  const StepResult bad = check_dequantized_weights(io::ModelDir::open(src), io::ModelDir::open(o.output_dir));
+  EXPECT_EQ(bad.status, StepResult::kFail) << bad.summary;
+}
+
+}  // namespace
+}  // namespace qloom::validate

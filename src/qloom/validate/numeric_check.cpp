@@ -95,6 +95,12 @@ double sqnr_floor_db(const quant::QuantSpec& w) {
   }
 }
 
+double module_sqnr_floor_db(const quant::QuantSpec& w, std::optional<double> rtn_sqnr_db, bool rtn_export) {
+  const double fixed = sqnr_floor_db(w);
+  if (!rtn_sqnr_db || !std::isfinite(*rtn_sqnr_db)) return fixed;
+  return std::min(fixed, *rtn_sqnr_db - (rtn_export ? kRtnSqnrAllowanceDb : kAlgoSqnrAllowanceDb));
+}
+
 StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized) {
   StepResult r;
   r.number = 5;
@@ -177,9 +183,19 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
         }
       }
       const quant::DistortionStats d = quant::measure_distortion(src_f32.data(), deq.data(), deq.size());
-      const double floor = sqnr_floor_db(ws);
+      std::optional<double> rtn_sqnr;
+      bool same_as_rtn = false;
+      if (model_dtype) {
+        const DType scale_dtype = quant::quark_scale_dtype(ws, *model_dtype);
+        const quant::QuantizedTensor again = quant::quantize_weight(
+            src_f32.data(), si->shape[0], si->shape[1], ws, scale_dtype, module + ".weight", *model_dtype);
+        same_as_rtn = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points;
+        const std::vector<float> ref = quant::dequantize(again);
+        rtn_sqnr = quant::measure_distortion(src_f32.data(), ref.data(), ref.size()).sqnr_db;
+      }
+      const double floor = module_sqnr_floor_db(ws, rtn_sqnr, rtn);
       sqnr_text = fmt_db(d.sqnr_db);
-      floor_text = fmt_db(floor);
+      floor_text = fmt_db(floor) + (rtn_sqnr && floor < sqnr_floor_db(ws) ? " (RTN " + fmt_db(*rtn_sqnr) + ")" : "");
       if (!fold_problem.empty()) problem = fold_problem;  // the root cause of a low SQNR too
       else if (!(d.sqnr_db >= floor)) problem = "SQNR " + sqnr_text + " below the floor " + floor_text;
       if (d.sqnr_db < worst) {
@@ -187,12 +203,8 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
         worst_module = module;
       }
       if (rtn && model_dtype) {
-        const DType scale_dtype = quant::quark_scale_dtype(ws, *model_dtype);
-        const quant::QuantizedTensor again = quant::quantize_weight(
-            src_f32.data(), si->shape[0], si->shape[1], ws, scale_dtype, module + ".weight", *model_dtype);
-        const bool same = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points;
-        repro = same ? "yes" : "no";
-        if (same) ++reproduced;
+        repro = same_as_rtn ? "yes" : "no";
+        if (same_as_rtn) ++reproduced;
         else if (problem.empty()) problem = "codes/scales differ from the round-to-nearest reference for the source";
       }
     } catch (const std::exception& e) {

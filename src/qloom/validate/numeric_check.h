@@ -17,6 +17,8 @@
 // Reads the validate <- export direction: the Quark layout lives in export/.
 #pragma once
 
+#include <optional>
+
 #include "qloom/io/model_dir.h"
 #include "qloom/quant/quant_spec.h"
 #include "qloom/validate/report.h"
@@ -28,6 +30,19 @@ namespace qloom::validate {
 // Far below typical values (int4 g128 ~19 dB, fp8 ~31 dB on Gaussian
 // weights): these catch broken scales, transposes and packing, not accuracy.
 double sqnr_floor_db(const quant::QuantSpec& weight_spec);
+
+// The floor one module is held to: sqnr_floor_db, lowered to what
+// round-to-nearest itself reaches on this very tensor (`rtn_sqnr_db`, from
+// re-quantizing the source) minus an allowance — kRtnSqnrAllowanceDb for an
+// RTN export (whose codes must reproduce anyway), kAlgoSqnrAllowanceDb for
+// GPTQ / AWQ / SmoothQuant, which trade weight error for output error. A real
+// weight with outliers sits below the fixed floor however correctly it is
+// quantized (SmolLM2-135M layer 27 gate_proj, per-tensor int8: 18.68 dB); a
+// broken scale, transpose or packing lands tens of dB below its RTN figure.
+inline constexpr double kRtnSqnrAllowanceDb = 0.01;
+inline constexpr double kAlgoSqnrAllowanceDb = 6.0;
+double module_sqnr_floor_db(const quant::QuantSpec& weight_spec, std::optional<double> rtn_sqnr_db,
+                            bool rtn_export);
 
 // Usable as ValidateOptions::numeric_step.
 StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized);
