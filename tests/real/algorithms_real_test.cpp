@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 
 #include "real/real_model.h"
 
@@ -17,6 +18,8 @@ struct AlgoCase {
   const char* scheme;
   const char* algo;
 };
+
+void PrintTo(const AlgoCase& c, std::ostream* os) { *os << c.name; }
 
 const AlgoCase kAlgos[] = {
     {"gptq_int4_wo_64", "int4_wo_64", "gptq"},

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 
 #include "real/real_model.h"
 
@@ -21,6 +22,8 @@ struct SchemeCase {
   const char* name;
   std::vector<std::string> args;
 };
+
+void PrintTo(const SchemeCase& c, std::ostream* os) { *os << c.name; }
 
 const SchemeCase kSchemes[] = {
     {"fp8", {"--quant_scheme", "fp8"}},
