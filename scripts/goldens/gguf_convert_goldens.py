@@ -347,6 +347,73 @@ def configs():
         print("configs:", key)
 
 
+# Byte-level (gpt2-style) GGUF tokenizers from the repo's trained test tokenizers: the vocab
+# in tokenizer.json order, added special tokens as control (3), added plain tokens as
+# user-defined (4), the merges, and the pre-tokenizer name llama.cpp would write.
+BPE_STYLES = {
+    # style: (tokenizers dir, arch fixture, tokenizer.ggml.pre, add_bos)
+    "llama3_bpe": ("llama3", "llama", "llama-bpe", True),
+    "qwen2_bpe": ("qwen2", "qwen2", "qwen2", False),
+}
+
+
+def bpe_gguf(path, style):
+    src, fixture, pre, add_bos = BPE_STYLES[style]
+    tj = json.load(open(os.path.join(ROOT, "tests", "data", "tokenizers", src, "tokenizer.json")))
+    vocab = dict(tj["model"]["vocab"])
+    kinds = {}
+    for a in tj["added_tokens"]:
+        vocab[a["content"]] = a["id"]
+        kinds[a["id"]] = 3 if a["special"] else 4
+    toks = [None] * (max(vocab.values()) + 1)
+    for t, i in vocab.items():
+        toks[i] = t
+    assert all(t is not None for t in toks)
+    specials = sorted(i for i, k in kinds.items() if k == 3)
+    cfg, _ = read_hf(os.path.join(ENGINE, fixture))
+    cfg = dict(cfg, vocab_size=len(toks))
+    w = gguf.GGUFWriter(path, fixture)
+    w.add_name(style)
+    add_common_hparams(w, fixture, cfg)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(toks)
+    w.add_token_types([kinds.get(i, 1) for i in range(len(toks))])
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in tj["model"]["merges"]])
+    w.add_bos_token_id(specials[0])
+    w.add_eos_token_id(specials[1])
+    w.add_add_bos_token(add_bos)
+    w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def bpe():
+    wiki = open(WIKI, encoding="utf-8").read()[:20000]
+    for style in BPE_STYLES:
+        out = os.path.join(OUT, style)
+        os.makedirs(out, exist_ok=True)
+        path = os.path.join(OUT, f"{style}.gguf")
+        bpe_gguf(path, style)
+        tok = transformers_tokenizer(path, out, keep_json=True)
+        # The vocabulary and merges are big: kept as digests (tokens by id, "\n"-joined;
+        # merges "left right", "\n"-joined), the rest of tokenizer.json as it is.
+        tj = json.load(open(os.path.join(out, "tokenizer.json")))
+        by_id = sorted(tj["model"]["vocab"].items(), key=lambda kv: kv[1])
+        tj["model"]["vocab"] = {"count": len(by_id), "sha256": hashlib.sha256(
+            "\n".join(t for t, _ in by_id).encode("utf-8")).hexdigest()}
+        tj["model"]["merges"] = {"count": len(tj["model"]["merges"]), "sha256": hashlib.sha256(
+            "\n".join(" ".join(m) for m in tj["model"]["merges"]).encode("utf-8")).hexdigest()}
+        os.remove(os.path.join(out, "tokenizer.json"))
+        save_json(os.path.join(out, "tokenizer_head.json"), tj)
+        ids = {"texts": [{"text": s, "ids": tok(s)["input_ids"]} for s in TEXTS + ["<|endoftext|> a <think> b"]],
+               "wiki_prefix_chars": 20000, "wiki_prefix_ids": tok(wiki)["input_ids"]}
+        save_json(os.path.join(out, "ids.json"), ids, indent=None)
+        print("bpe:", style)
+
+
 def real():
     if not os.path.exists(REAL):
         print("skip smollm2: no", REAL)
@@ -388,6 +455,6 @@ def real():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["demo", "configs", "real"]
+    which = sys.argv[1:] or ["demo", "configs", "bpe", "real"]
     for w in which:
-        {"demo": demo, "configs": configs, "real": real}[w]()
+        {"demo": demo, "configs": configs, "bpe": bpe, "real": real}[w]()

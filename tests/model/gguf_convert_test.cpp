@@ -1,5 +1,8 @@
 // GGUF -> HuggingFace conversion against transformers' GGUF loader
 // (goldens: scripts/goldens/gguf_convert_goldens.py -> tests/data/gguf_convert).
+#include <openssl/evp.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +279,70 @@ TEST(GgufCache, ConvertsOnceAndReuses) {
   // Intake: the config from the metadata alone equals the converted one.
   EXPECT_EQ(model::gguf_config_json(kDemoGguf), read_json(a / "config.json"));
   ::unsetenv("QLOOM_GGUF_CACHE");
+}
+
+}  // namespace
+}  // namespace qloom
+
+namespace qloom {
+namespace {
+
+std::string sha256_hex(const std::string& s);
+
+// Byte-level (gpt2-style) tokenizers: llama-bpe (Split regex, add_bos) and qwen2.
+TEST(GgufTokenizer, ByteLevelStylesMatchTransformers) {
+  for (const char* style : {"llama3_bpe", "qwen2_bpe"}) {
+    SCOPED_TRACE(style);
+    const fs::path dir = kData / style;
+    const io::GgufFile f = io::GgufFile::open(kData / (std::string(style) + ".gguf"));
+    const auto n_tokens = int64_t(f.get_string_array("tokenizer.ggml.tokens").size());
+    const auto files = model::gguf_tokenizer_files(f);
+    json got = json::parse(files.tokenizer_json), want = read_json(dir / "tokenizer_head.json");
+    // transformers appends GPT2Tokenizer's default unk "<|endoftext|>" when the file names no
+    // unknown token: a token past the model's vocabulary, which qloom does not invent.
+    json added = json::array();
+    for (const auto& a : want["added_tokens"])
+      if (a["id"].get<int64_t>() < n_tokens) added.push_back(a);
+    want["added_tokens"] = added;
+    std::vector<std::pair<int64_t, std::string>> byid;
+    for (const auto& [t, id] : got["model"]["vocab"].items()) byid.emplace_back(id.get<int64_t>(), t);
+    std::sort(byid.begin(), byid.end());
+    std::string vocab, merges;
+    for (const auto& [id, t] : byid) vocab += (vocab.empty() ? "" : "\n") + t;
+    for (const auto& m : got["model"]["merges"])
+      merges += (merges.empty() ? "" : "\n") + m[0].get<std::string>() + " " + m[1].get<std::string>();
+    EXPECT_EQ(got["model"]["vocab"].size(), want["model"]["vocab"]["count"].get<size_t>());
+    EXPECT_EQ(sha256_hex(vocab), want["model"]["vocab"]["sha256"]);
+    EXPECT_EQ(got["model"]["merges"].size(), want["model"]["merges"]["count"].get<size_t>());
+    EXPECT_EQ(sha256_hex(merges), want["model"]["merges"]["sha256"]);
+    got["model"].erase("vocab"), got["model"].erase("merges");
+    want["model"].erase("vocab"), want["model"].erase("merges");
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(json::parse(files.tokenizer_config_json), read_json(dir / "tokenizer_config.json"));
+    EXPECT_EQ(files.chat_template.value_or(""), test::read_file(dir / "chat_template.jinja"));
+
+    const auto tok = engine::Tokenizer::from_json(files.tokenizer_json);
+    const json ids = read_json(dir / "ids.json");
+    for (const auto& c : ids["texts"]) {
+      const auto w = c["ids"].get<std::vector<int32_t>>();
+      if (std::any_of(w.begin(), w.end(), [&](int32_t id) { return id >= n_tokens; })) continue;
+      EXPECT_EQ(tok.encode(c["text"].get<std::string>()), w) << c["text"];
+    }
+    const std::string wiki = utf8_prefix(
+        test::read_file(fs::path(QLOOM_SOURCE_DIR) / "data/datasets/wikitext-2-raw/wiki.test.raw"),
+        ids["wiki_prefix_chars"].get<size_t>());
+    EXPECT_EQ(tok.encode(wiki), ids["wiki_prefix_ids"].get<std::vector<int32_t>>());
+  }
+}
+
+std::string sha256_hex(const std::string& s) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_Digest(s.data(), s.size(), d, &n, EVP_sha256(), nullptr);
+  static const char* k = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < n; ++i) out += k[d[i] >> 4], out += k[d[i] & 15];
+  return out;
 }
 
 }  // namespace

@@ -335,11 +335,16 @@ ojson tokenizer_json(const io::GgufFile& f, const Vocab& v, const Specials& s) {
 // transformers' model_max_length when nothing states one: int(1e30).
 constexpr const char* kHugeLength = "1000000000000000019884624838656";
 
-std::string tokenizer_config(const Specials& s) {
+// `tokenizer_class`: the class transformers' AutoTokenizer picks for the
+// model type (Qwen2Tokenizer for qwen2 / qwen3, which also records
+// add_prefix_space), TokenizersBackend otherwise.
+std::string tokenizer_config(const Specials& s, const std::string& tokenizer_class) {
   auto tok = [](const std::optional<std::string>& t) { return t ? ojson(*t) : ojson(nullptr); };
-  ojson c = {{"backend", "tokenizers"}, {"bos_token", tok(s.bos)}, {"eos_token", tok(s.eos)},
-             {"is_local", true}, {"local_files_only", false}, {"model_max_length", 0},
-             {"pad_token", tok(s.pad)}, {"tokenizer_class", "TokenizersBackend"}, {"unk_token", tok(s.unk)}};
+  ojson c = ojson::object();
+  if (tokenizer_class == "Qwen2Tokenizer") c["add_prefix_space"] = nullptr;
+  c.update(ojson{{"backend", "tokenizers"}, {"bos_token", tok(s.bos)}, {"eos_token", tok(s.eos)},
+                 {"is_local", true}, {"local_files_only", false}, {"model_max_length", 0},
+                 {"pad_token", tok(s.pad)}, {"tokenizer_class", tokenizer_class}, {"unk_token", tok(s.unk)}});
   std::string text = c.dump(2);
   const std::string zero = "\"model_max_length\": 0";
   text.replace(text.find(zero), zero.size(), std::string("\"model_max_length\": ") + kHugeLength);
@@ -358,6 +363,12 @@ GgufTokenizerFiles gguf_tokenizer_files(const io::GgufFile& f) {
     throw Error(ErrorKind::kUnsupported, v.file, "tokenizer.ggml.add_space_prefix",
                 "is false: transformers' GGUF tokenizer always prefixes a space, llama.cpp would not",
                 "use the model's own tokenizer.json");
+  const std::string arch = f.get_string_opt("general.architecture").value_or("");
+  const bool qwen = arch == "qwen2" || arch == "qwen3";
+  if (qwen && v.model != "gpt2")
+    throw Error(ErrorKind::kUnsupported, v.file, "tokenizer.ggml.model",
+                "a " + arch + " model with a '" + v.model + "' tokenizer is not converted (qwen tokenizers are gpt2-style)",
+                "use the model's own tokenizer.json");
   Specials s;
   s.bos = special_token(f, v, "bos_token_id");
   s.eos = special_token(f, v, "eos_token_id");
@@ -369,7 +380,7 @@ GgufTokenizerFiles gguf_tokenizer_files(const io::GgufFile& f) {
 
   GgufTokenizerFiles out;
   out.tokenizer_json = tokenizer_json(f, v, s).dump(2) + "\n";
-  out.tokenizer_config_json = tokenizer_config(s);
+  out.tokenizer_config_json = tokenizer_config(s, qwen ? "Qwen2Tokenizer" : "TokenizersBackend");
   out.chat_template = f.get_string_opt("tokenizer.chat_template");
   return out;
 }
