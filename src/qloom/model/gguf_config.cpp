@@ -1,5 +1,6 @@
 #include "qloom/model/gguf_config.h"
 
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -42,10 +43,10 @@ class Meta {
     return has(k) ? size(k) : fallback;
   }
   // A count that may also be stated per layer: every entry must agree.
-  int64_t uniform_size(std::string_view k, int64_t fallback) const {
+  int64_t uniform_size(std::string_view k, std::optional<int64_t> fallback = std::nullopt) const {
     const std::string name = key(k);
     const io::GgufValue* v = f_.find(name);
-    if (!v) return fallback;
+    if (!v) return fallback ? *fallback : size(k);  // size() names the missing key
     if (v->type != io::GgufValueType::kArray) return size(k);
     const std::vector<int64_t> all = f_.get_int_array(name);
     if (all.empty()) throw_invalid(file_, name, "is an empty array");
@@ -215,10 +216,8 @@ GgufModelInfo read_gguf_model_info(const io::GgufFile& file, const std::string& 
   check_known_keys(m);
   info.layers = m.size("block_count");
   info.hidden = m.size("embedding_length");
-  info.intermediate = m.uniform_size("feed_forward_length", 0);
-  if (info.intermediate == 0) m.size("feed_forward_length");
-  info.heads = m.uniform_size("attention.head_count", 0);
-  if (info.heads == 0) m.size("attention.head_count");
+  info.intermediate = m.uniform_size("feed_forward_length");
+  info.heads = m.uniform_size("attention.head_count");
   info.kv_heads = m.uniform_size("attention.head_count_kv", info.heads);
   if (info.heads % info.kv_heads != 0)
     throw_invalid(m.file(), m.key("attention.head_count_kv"), "does not divide attention.head_count");
