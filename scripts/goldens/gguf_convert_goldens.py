@@ -390,6 +390,34 @@ def bpe_gguf(path, style):
     w.close()
 
 
+def spm_variant():
+    """The demo's SentencePiece vocabulary with add_eos on, a user-defined token (id 300
+    retyped 4) and no scores-derived merges needed (metadata only, no tensors)."""
+    out = os.path.join(OUT, "stories260k_variant")
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(OUT, "stories260k_variant.gguf")
+    cfg, _ = read_hf(DEMO)
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_name("stories260K variant")
+    add_common_hparams(w, "llama", cfg)
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(DEMO, "tokenizer.model"))
+    add_spm_vocab(w, os.path.join(DEMO, "tokenizer.model"))
+    types = w.kv_data[0]["tokenizer.ggml.token_type"].value
+    types[300] = 4
+    w.kv_data[0]["tokenizer.ggml.add_eos_token"].value = True
+    w.add_pad_token_id(sp.eos_id())
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    tok = transformers_tokenizer(path, out, keep_json=True)
+    ids = {"user_defined": sp.id_to_piece(300),
+           "texts": [{"text": t, "ids": tok(t)["input_ids"]} for t in TEXTS + ["the " + sp.id_to_piece(300) + "x"]]}
+    save_json(os.path.join(out, "ids.json"), ids, indent=None)
+    print("spm_variant")
+
+
 def bpe():
     wiki = open(WIKI, encoding="utf-8").read()[:20000]
     for style in BPE_STYLES:
@@ -455,6 +483,6 @@ def real():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["demo", "configs", "bpe", "real"]
+    which = sys.argv[1:] or ["demo", "spm_variant", "configs", "bpe", "real"]
     for w in which:
-        {"demo": demo, "configs": configs, "bpe": bpe, "real": real}[w]()
+        {"demo": demo, "spm_variant": spm_variant, "configs": configs, "bpe": bpe, "real": real}[w]()

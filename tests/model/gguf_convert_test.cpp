@@ -347,3 +347,21 @@ std::string sha256_hex(const std::string& s) {
 
 }  // namespace
 }  // namespace qloom
+
+namespace qloom {
+namespace {
+
+// SentencePiece style with add_eos, a pad token and a user-defined token.
+TEST(GgufTokenizer, SentencePieceVariantMatchesTransformers) {
+  const fs::path dir = kData / "stories260k_variant";
+  const auto files = model::gguf_tokenizer_files(io::GgufFile::open(kData / "stories260k_variant.gguf"));
+  EXPECT_EQ(json::parse(files.tokenizer_json), read_json(dir / "tokenizer.json"));
+  EXPECT_EQ(json::parse(files.tokenizer_config_json), read_json(dir / "tokenizer_config.json"));
+  const auto tok = engine::Tokenizer::from_json(files.tokenizer_json);
+  const json ids = read_json(dir / "ids.json");
+  for (const auto& c : ids["texts"])
+    EXPECT_EQ(tok.encode(c["text"].get<std::string>()), c["ids"].get<std::vector<int32_t>>()) << c["text"];
+}
+
+}  // namespace
+}  // namespace qloom
