@@ -1,5 +1,5 @@
 // `qloom convert` and `.gguf` wherever a model directory is taken (inspect,
-// eval, quantize), as a user runs them, on the demo model's GGUF
+// eval, quantize, validate), as a user runs them, on the demo model's GGUF
 // (tests/data/gguf_convert/stories260k.gguf).
 #include <filesystem>
 #include <string>
@@ -77,6 +77,13 @@ TEST(ConvertCli, EvalAndQuantizeTakeAGgufAndConvertOnce) {
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_NE(q.err.find("using the converted copy"), std::string::npos) << q.err;
   EXPECT_TRUE(fs::exists(t / "q/config.json"));
+  const auto v = qloom_cached(t / "cache", {"validate", "--source", kGguf, "--quantized", (t / "q").string(), "--json"});
+  ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_NE(v.err.find("using the converted copy"), std::string::npos) << v.err;
+  // One conversion served all three commands.
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t / "cache")) ++entries;
+  EXPECT_EQ(entries, 1u);
   // The same ppl as the demo model itself: the conversion is exact.
   const auto d = run_qloom({"eval", QLOOM_DEMO_MODEL_DIR, "--task", "ppl", "--dataset", "tinystories",
                             "--seq_len", "64", "--limit", "2"});
