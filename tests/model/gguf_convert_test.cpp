@@ -18,6 +18,7 @@
 #include "qloom/io/weight_index.h"
 #include "qloom/model/gguf_config.h"
 #include "qloom/model/gguf_convert.h"
+#include "qloom/model/gguf_inspect.h"
 #include "qloom/model/gguf_tensors.h"
 #include "qloom/model/gguf_tokenizer.h"
 #include "support/expect_error.h"
@@ -361,6 +362,27 @@ TEST(GgufTokenizer, SentencePieceVariantMatchesTransformers) {
   const json ids = read_json(dir / "ids.json");
   for (const auto& c : ids["texts"])
     EXPECT_EQ(tok.encode(c["text"].get<std::string>()), c["ids"].get<std::vector<int32_t>>()) << c["text"];
+}
+
+}  // namespace
+}  // namespace qloom
+
+namespace qloom {
+namespace {
+
+TEST(GgufInspect, SaysWhyAFileWouldNotConvert) {
+  test::TempDir t("gguf-inspect");
+  test::GgufFixture::from_config_golden(read_json(kData / "configs/gemma2.json")).write(t / "g.gguf");
+  const auto s = model::gguf_summary_json(t / "g.gguf");
+  EXPECT_EQ(s["architecture"], "gemma2");
+  EXPECT_EQ(s["convertible"], false);
+  EXPECT_EQ(s["not_convertible_because"].get<std::string>().rfind("general.architecture: ", 0), 0u) << s.dump();
+  const std::string text = model::format_gguf_summary(s);
+  EXPECT_NE(text.find("not convertible: general.architecture"), std::string::npos) << text;
+  const auto d = model::gguf_summary_json(kDemoGguf);
+  EXPECT_EQ(d["convertible"], true);
+  EXPECT_EQ(d["parameters"], 260032);  // from the tensor infos (gguf's GGUFReader agrees)
+  EXPECT_EQ(d["tensors"], 47);
 }
 
 }  // namespace
