@@ -155,3 +155,34 @@ TEST(RunCli, WithoutATerminalAutoMeansOffAndFlagsAcceptBothSpellings) {
 
 }  // namespace
 }  // namespace qloom::test
+
+namespace qloom::test {
+namespace {
+
+// A .gguf named in the prompt: intake analyses its metadata (no conversion
+// before the execution gate); declining there leaves the GGUF cache empty.
+TEST(RunCli, AGgufIsAnalysedFromItsMetadataAlone) {
+  TempDir t("run-pty-gguf");
+  const fs::path ws = t / "ws", cache = t / "cache";
+  const std::string gguf = (fs::path(QLOOM_TEST_DATA_DIR) / "gguf_convert" / "stories260k.gguf").string();
+  ::setenv("QLOOM_GGUF_CACHE", cache.c_str(), 1);
+  PtyProcess p({QLOOM_CLI_PATH, "run", "Quantize the model at " + gguf + " to ptpc_fp8", "--workspace", ws.string(),
+                "--interactive", "on"});
+  ::unsetenv("QLOOM_GGUF_CACHE");
+  ASSERT_TRUE(p.started());
+  for (size_t i = 1; i <= 2; ++i) {
+    ASSERT_TRUE(p.wait_for(kAsk, i)) << p.output();
+    p.send("y\n");
+  }
+  ASSERT_TRUE(p.wait_for(kAsk, 3)) << p.output();
+  p.send("n\n");
+  EXPECT_EQ(p.wait_exit(), 4) << p.output();
+  const auto a = nlohmann::json::parse(read_file(ws / "model_analysis.json"));
+  EXPECT_EQ(a["model"]["model_type"], "llama");
+  EXPECT_EQ(a["model"]["model_path"], gguf);
+  EXPECT_EQ(a["compatibility"], "ok");
+  EXPECT_FALSE(fs::exists(cache)) << "intake converted the GGUF";
+}
+
+}  // namespace
+}  // namespace qloom::test

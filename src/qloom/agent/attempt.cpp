@@ -27,6 +27,7 @@
 #include "qloom/export/quantize_job.h"
 #include "qloom/io/hub.h"
 #include "qloom/io/hub_error.h"
+#include "qloom/model/gguf_convert.h"
 #include "qloom/validate/numeric_check.h"
 #include "qloom/validate/report.h"
 #include "qloom/validate/self_test.h"
@@ -248,6 +249,10 @@ class AttemptRunner {
       fs::path p = intent_.model_path.empty() ? fs::path(spec) : fs::path(intent_.model_path);
       p = fs::absolute(p).lexically_normal();
       std::error_code ec;
+      if (model::is_gguf_file(p)) {
+        intake_gguf(p);
+        return;
+      }
       if (!fs::is_directory(p, ec))
         throw StopAttempt{"model_path_unreachable", p.string() + " is not a readable directory", {}};
       if (!fs::exists(p / "config.json", ec))
@@ -258,10 +263,30 @@ class AttemptRunner {
       model_arg_ = p.string();
     }
     report_.source_dir = model_source_ == "hub" ? spec : source_dir_.string();
+    finish_intake([&] { return analyze_model(spec, config_dir_, environment_); });
+  }
+
+  // A .gguf file: the analysis reads its metadata only (config.json built in
+  // memory); exec converts it once into the GGUF cache and quantizes that.
+  void intake_gguf(const fs::path& p) {
+    const std::string spec = intent_.model.value;
+    gguf_path_ = p;
+    config_dir_ = p;
+    source_dir_ = p.parent_path();  // the directory qloom must not write into
+    model_source_ = "local";
+    model_arg_ = p.string();
+    report_.source_dir = p.string();
+    finish_intake([&] {
+      return analyze_config(model::gguf_config_json(p), p.string(), spec, "local", p.string(), environment_);
+    });
+  }
+
+  template <class Analyze>
+  void finish_intake(Analyze analyze) {
     if (environment_.is_null()) environment_ = collect_environment_json();
     for (int tries = 0;; ++tries) {
       try {
-        analysis_ = analyze_model(spec, config_dir_, environment_);
+        analysis_ = analyze();
       } catch (const Error& e) {
         throw StopAttempt{"model_path_unreachable", "intake cannot read the model's config: " + error_text(e), {}};
       }
@@ -482,6 +507,15 @@ class AttemptRunner {
         const auto& oc = outcome_for_hub_failure(e.failure(), "exec");
         fail_run(e);
         throw StopAttempt{std::string(oc.id), error_text(e), {}};
+      }
+      report_.source_dir = source_dir_.string();
+    }
+    if (!gguf_path_.empty()) {
+      try {
+        source_dir_ = model::resolve_gguf_model(gguf_path_, &log_);
+      } catch (const Error& e) {
+        fail_run(e);
+        throw StopAttempt{"model_path_unreachable", "cannot convert " + gguf_path_.string() + ": " + error_text(e), {}};
       }
       report_.source_dir = source_dir_.string();
     }
@@ -886,6 +920,7 @@ class AttemptRunner {
   std::vector<std::string> changes_;
   std::map<std::string, std::string> decisions_;
   fs::path config_dir_, source_dir_, quantized_dir_;
+  fs::path gguf_path_;  // the model is this .gguf file (converted at exec)
   std::string model_source_, model_arg_;
   nlohmann::ordered_json environment_, analysis_, plan_, manifest_;
   exporter::QuantizeCommand cmd_;

@@ -19,5 +19,6 @@ void register_quantize(CLI::App& app, CommandFn& run);
 void register_validate(CLI::App& app, CommandFn& run);
 void register_eval(CLI::App& app, CommandFn& run);
 void register_run(CLI::App& app, CommandFn& run);
+void register_convert(CLI::App& app, CommandFn& run);
 
 }  // namespace qloom::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cli::register_validate(app, run);
   cli::register_eval(app, run);
   cli::register_run(app, run);
+  cli::register_convert(app, run);
 
   try {
     app.parse(argc, argv);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "qloom/io/model_dir.h"
+#include "qloom/model/gguf_convert.h"
 #include "qloom/model/inspect.h"
 
 namespace qloom::cli {
@@ -16,6 +17,8 @@ constexpr const char* kNote =
 }  // namespace
 
 std::string resolve_model_arg(const std::string& spec, io::HubFetch fetch) {
+  // A .gguf file: its converted HuggingFace copy (made once, in the GGUF cache).
+  if (model::is_gguf_file(spec)) return model::resolve_gguf_model(spec, &std::cerr).string();
   io::HubResolveOptions o;
   o.fetch = fetch;
   o.log = &std::cerr;

@@ -15,7 +15,9 @@ class ModelDir;
 
 namespace qloom::cli {
 
-// The directory to open for `spec`; `fetch` says what a hub id downloads.
+// The directory to open for `spec`; `fetch` says what a hub id downloads. A
+// `.gguf` file resolves to its converted copy (model/gguf_convert.h: made on
+// the first use, notes on stderr).
 // Throws io::HubError (a qloom::Error) when a hub id cannot be resolved.
 std::string resolve_model_arg(const std::string& spec, io::HubFetch fetch);
 

@@ -33,6 +33,12 @@ inline constexpr uint64_t kMaxGgufStringBytes = 1ULL << 30;   // one string
 inline constexpr uint64_t kMaxGgufArrayElements = 1ULL << 28; // one array
 inline constexpr uint32_t kMaxGgufDims = 4;
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
+// Arrays of arrays nest at most this deep (1 = an array of scalars).
+inline constexpr uint32_t kMaxGgufArrayDepth = 8;
+// Metadata values in one header, array elements included (a large
+// tokenizer holds ~1.5M). Bounds the parser's memory (~100 bytes a value)
+// whatever the counts in the file claim.
+inline constexpr uint64_t kMaxGgufValues = 1ULL << 23;
 
 // ggml tensor types, numbered as in ggml.h (the numbers are on disk).
 enum class GgmlType : uint32_t {
@@ -68,6 +74,8 @@ enum class GgmlType : uint32_t {
   kTQ1_0 = 34,
   kTQ2_0 = 35,
   kMXFP4 = 39,
+  kNVFP4 = 40,
+  kQ1_0 = 41,
 };
 
 struct GgmlTypeInfo {
