@@ -58,7 +58,7 @@ void take_dtype(json& s, json& q, Comparison& out) {
   canonical(s);
   canonical(q);
   if (get(s, "dtype") == get(q, "dtype") && get(s, "torch_dtype") == get(q, "torch_dtype"))
-    out.drift.push_back({"dtype", "renamed", sf, qf, "torch_dtype is spelled dtype since transformers 4.56"});
+    out.drift.push_back({"dtype", "renamed", sf, qf, "transformers 5 writes torch_dtype as dtype"});
 }
 
 // "type" is "rope_type"; a missing type is "default".
