@@ -92,6 +92,32 @@ TEST(QuantizeJob, UnsupportedShapesNameLayersUnlessExcluded) {
   ASSERT_EQ(s.warnings.size(), 1u);
 }
 
+TEST(QuantizeJob, UnsupportedLayersEachGetTheirOwnReason) {
+  // int4 g32 on the demo: gate/up_proj [172, 64] fail the int4 packing of
+  // out_features, down_proj [64, 172] the group size; neither takes the other's.
+  test::TempDir tmp;
+  auto o = demo_options(tmp.path() / "q", "int4_wo_32");
+  o.exclude_layers.clear();
+  o.exclude_unsupported = false;
+  const Error e = test::catch_error([&] { quantize_model(o); });
+  const std::string m = e.message();
+  EXPECT_NE(m.find("15 layer(s)"), std::string::npos) << m;
+  const std::string pack = "int4 weights need out_features divisible by 8, got 172";
+  const std::string group = "group size 32 does not divide in_features 172";
+  EXPECT_NE(m.find("*.mlp.gate_proj x5 [172, 64]: " + pack), std::string::npos) << m;
+  EXPECT_NE(m.find("*.mlp.up_proj x5 [172, 64]: " + pack), std::string::npos) << m;
+  EXPECT_NE(m.find("*.mlp.down_proj x5 [64, 172]: " + group), std::string::npos) << m;
+  EXPECT_EQ(m.find("gate_proj x5 [172, 64]: " + group), std::string::npos) << m;
+  EXPECT_NE(e.remedy().find("'*.mlp.down_proj' '*.mlp.gate_proj' '*.mlp.up_proj'"), std::string::npos)
+      << e.remedy();
+
+  o.exclude_unsupported = true;
+  const auto s = quantize_model(o);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("*.mlp.up_proj x5 [172, 64]: " + pack), std::string::npos) << s.warnings[0];
+  EXPECT_NE(s.warnings[0].find("*.mlp.down_proj x5 [64, 172]: " + group), std::string::npos) << s.warnings[0];
+}
+
 TEST(QuantizeJob, ExcludePatternThatMatchesNothingWarnsWithNearMisses) {
   test::TempDir tmp;
   auto o = demo_options(tmp.path() / "q", "ptpc_fp8");

@@ -286,7 +286,9 @@ TEST(AuxiliaryStep, ChangedByteAndChangedSize) {
     std::string g = qloom::test::read_file(q / "generation_config.json");
     g[g.find('1')] = '7';  // same size, other bytes
     std::ofstream(q / "generation_config.json", std::ios::binary | std::ios::trunc) << g;
-    std::ofstream(q / "special_tokens_map.json", std::ios::binary | std::ios::app) << "\n";
+    std::string m = qloom::test::read_file(q / "special_tokens_map.json");
+    m.replace(m.find("</s>"), 4, "</eos>");  // two bytes longer
+    std::ofstream(q / "special_tokens_map.json", std::ios::binary | std::ios::trunc) << m;
   }
   const auto r = f.run(q);
   EXPECT_EQ(statuses(r), "ok FAIL ok ok skipped");
@@ -297,8 +299,9 @@ TEST(AuxiliaryStep, ChangedByteAndChangedSize) {
   EXPECT_EQ(m[1]["file"], "special_tokens_map.json");
   EXPECT_EQ(m[1]["reason"], "size_mismatch");
   EXPECT_EQ(m[1]["source_size"], 71);
-  EXPECT_EQ(m[1]["quantized_size"], 72);
-  EXPECT_TRUE(has_line(*r.step(1), "special_tokens_map.json (size 71 / 72)"));
+  EXPECT_EQ(m[1]["quantized_size"], 73);
+  EXPECT_TRUE(has_line(*r.step(1),
+                       "special_tokens_map.json (size 71 / 73; eos_token: \"</s>\" / \"</eos>\")"));
 }
 
 TEST(AuxiliaryStep, ExtraFilesAreListedNotFailed) {
@@ -336,7 +339,7 @@ TEST(ConfigStep, ChangedAddedAndRemovedKeys) {
   oj c = f.read_json(q / "config.json");
   c["rms_norm_eps"] = 1e-06;
   c["architectures"][0] = "MistralForCausalLM";
-  c.erase("use_cache");
+  c.erase("num_hidden_layers");  // 5 here, transformers' default is 32
   c["new_key"] = {{"a", 1}};
   f.write_json(q / "config.json", c);
   const auto r = f.run(q);
@@ -347,7 +350,7 @@ TEST(ConfigStep, ChangedAddedAndRemovedKeys) {
   EXPECT_TRUE(has_line(s, "architectures[0]: \"LlamaForCausalLM\" / \"MistralForCausalLM\""));
   EXPECT_TRUE(has_line(s, "new_key: (absent) / {\"a\":1}"));
   EXPECT_TRUE(has_line(s, "rms_norm_eps: 1e-05 / 1e-06"));
-  EXPECT_TRUE(has_line(s, "use_cache: true / (absent)"));
+  EXPECT_TRUE(has_line(s, "num_hidden_layers: 5 / (absent)"));
   EXPECT_EQ(s.data["mismatches"][1]["key"], "new_key");
   EXPECT_EQ(s.data["mismatches"][1]["only_in"], "quantized");
 }

@@ -69,6 +69,11 @@ struct Intent {
   std::string model_path;  // local directory to read (local / demo / context-known), "" for hub
 
   Sourced<std::string> quant_scheme;    // Quark --quant_scheme name ("" only with a question)
+  // The prompt fixes the group size of a per-group 4-bit scheme ("g64",
+  // "group size 128", an exact name such as "int4_wo_128"). When false the
+  // group is a derived default (seed 000 §4): the plan takes the largest of
+  // 128, 64, 32 that fits every layer to quantize instead of asking.
+  bool group_size_stated = false;
   Sourced<std::string> kv_cache_dtype;  // "" or "fp8"
   Sourced<std::string> quant_algo;      // "" (RTN) | "gptq" | "awq" | "smoothquant"
   // Quark patterns the prompt keeps unquantized, added by the plan to the

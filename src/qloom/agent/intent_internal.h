@@ -87,6 +87,10 @@ struct SchemeMention {
   bool quark_only = false;     // a Quark scheme qloom does not implement yet
   bool negated = false;
   bool correction = false;     // introduced by a correction cue
+  // The words fix the 4-bit group size: "g64", "group size 64", or a Quark
+  // name that contains it ("int4_wo_128"). Otherwise the group of a generic
+  // spelling ("W4A16", "4-bit") is a default the plan derives.
+  bool group_stated = false;
   std::string problem;         // why it cannot be used (question text)
   std::string typo_note;       // set when the spelling was corrected
   size_t begin = 0, end = 0;   // token span (modifiers included)

@@ -249,6 +249,7 @@ void pass_scheme(ParseState& st) {
   } else if (win) {
     out.quant_scheme = {win->scheme, win->typo_note.empty() ? Source::kStated : Source::kInferred};
     out.reasons["quant_scheme"] = "User requested " + win->text;
+    out.group_size_stated = win->group_stated;
     if (!win->typo_note.empty()) st.note(win->typo_note);
     if (win->quark_only)
       st.ask("quant_scheme", "Quark scheme '" + win->scheme + "' is not implemented in qloom yet; which of " +
@@ -312,6 +313,7 @@ void pass_scheme(ParseState& st) {
     } else if (group == 32 || group == 64 || group == 128) {
       s = s.substr(0, wo + 4) + std::to_string(group);
       out.reasons["quant_scheme"] += ", group size " + std::to_string(group);
+      out.group_size_stated = true;
     } else {
       st.ask("quant_scheme", "group size " + std::to_string(group) +
                                  " is not offered by Quark's 4-bit schemes (32, 64, 128, or per-channel); which one should I use?");

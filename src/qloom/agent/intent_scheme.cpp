@@ -4,7 +4,9 @@
 //   fp8 / float8 / e4m3 / W8A8 / "8-bit"              -> fp8
 //   per-channel | per-token | dynamic | PTPC + fp8     -> ptpc_fp8
 //   int8 / W8A8-INT8 / "8-bit integer"                 -> int8
-//   int4 / W4A16 / "4-bit" [gN | group size N]         -> int4_wo_N (N = 128 unless stated)
+//   int4 / W4A16 / "4-bit" [gN | group size N]         -> int4_wo_N (N = 128 unless stated; an
+//                                                         unstated N is a derived default the
+//                                                         plan may lower to fit every layer)
 //   ... per-channel                                    -> int4_wo_per_channel
 //   uint4 / asymmetric | zero-point int4               -> uint4_wo_N / uint4_wo_per_channel
 //   generic 4-bit + AWQ (no signedness stated)         -> uint4_wo_N (Quark's AWQ recipe)
@@ -153,6 +155,7 @@ bool read_scheme(const ParseState& st, size_t i, SchemeMention& m, std::string_v
   std::vector<size_t> idx;
   for (size_t k = i; k < i + base; ++k) idx.push_back(k);
   const bool explicit_name = !m.scheme.empty() || !m.problem.empty();
+  m.group_stated = explicit_name;
   if (!explicit_name) {
     // Modifiers before: "asymmetric int4", "per-channel FP8", "weight-only mxfp4".
     for (size_t back = 1; back <= 3 && i >= back; ++back) {
@@ -239,6 +242,7 @@ bool read_scheme(const ParseState& st, size_t i, SchemeMention& m, std::string_v
         m.scheme = sign + "_wo_per_channel";
       } else if (mods.group == 32 || mods.group == 64 || mods.group == 128) {
         m.scheme = sign + "_wo_" + std::to_string(mods.group);
+        m.group_stated = mods.group_stated;
       } else {
         m.problem = "group size " + std::to_string(mods.group) +
                     " is not offered by Quark's 4-bit schemes (32, 64, 128, or per-channel); which one should I use?";

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "qloom/agent/group_default.h"
 #include "qloom/agent/model_analysis.h"
 #include "qloom/agent/resource_estimate.h"
 #include "qloom/core/error.h"
@@ -168,8 +169,12 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
           : "model";
 
   // ---- schemes and layer checks ----
-  const std::string scheme = in.quant_scheme.value;
+  std::string scheme = in.quant_scheme.value;
   const quant::SchemeDef* global = scheme.empty() ? nullptr : quant::find_scheme(scheme);
+  std::string scheme_reason =
+      reason_of(in, "quant_scheme", scheme.empty() ? "No scheme resolved: see the open questions" : "Requested");
+  std::string scheme_source = source_name(in.quant_scheme.source);
+  std::string output_dir = in.output_dir.value;
   std::vector<std::pair<std::string, std::string>> overrides(in.layer_quant_scheme.value.begin(),
                                                              in.layer_quant_scheme.value.end());
   bool overrides_ok = true;
@@ -212,6 +217,17 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
                          "check the module names (e.g. " + (modules.empty() ? std::string("lm_head") : modules.front().name) +
                              ") and adjust the pattern"});
   }
+
+  if (global && overrides_ok && !partial)
+    if (const auto d = derive_group(in, scheme, modules, excluded, overrides)) {
+      notes.push_back("quant_scheme: " + d->scheme + " instead of " + scheme + ": " + d->reason);
+      if (in.output_dir.source == Source::kDefault && output_dir.ends_with("-" + scheme))
+        output_dir = output_dir.substr(0, output_dir.size() - scheme.size()) + d->scheme;
+      scheme_reason += "; " + d->reason;
+      scheme_source = "inferred";
+      scheme = d->scheme;
+      global = quant::find_scheme(scheme);
+    }
 
   oj scheme_check = nullptr;
   if (global && overrides_ok && !partial) {
@@ -406,9 +422,7 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
   auto decide = [&](const char* name, oj value, const std::string& reason, const std::string& source) {
     decisions.push_back({{"decision", name}, {"value", std::move(value)}, {"reason", reason}, {"source", source}});
   };
-  decide("global_scheme", none_if_empty(scheme),
-         reason_of(in, "quant_scheme", scheme.empty() ? "No scheme resolved: see the open questions" : "Requested"),
-         source_name(in.quant_scheme.source));
+  decide("global_scheme", none_if_empty(scheme), scheme_reason, scheme_source);
   decide("kv_cache_scheme", none_if_empty(kv), reason_of(in, "kv_cache_dtype", "KV cache left unquantized"),
          source_name(in.kv_cache_dtype.source));
   decide("exclude_layers", excl, excl_reason, excl_source);
@@ -440,7 +454,7 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
          reason_of(in, "eval_gap_threshold", in.eval_gap_threshold.value ? "User stated the accepted gap"
                                                                          : "caller -> eval_gap_threshold.txt -> 0.03"),
          source_name(in.eval_gap_threshold.source));
-  decide("output_dir", in.output_dir.value, reason_of(in, "output_dir", "Output directory"),
+  decide("output_dir", output_dir, reason_of(in, "output_dir", "Output directory"),
          source_name(in.output_dir.source));
 
   // ---- the artifact ----
@@ -458,7 +472,7 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
   j["dataset"] = dataset;
   j["num_calib_data"] = in.num_calib_data.value;
   j["seq_len"] = in.seq_len.value;
-  j["output_dir"] = in.output_dir.value;
+  j["output_dir"] = output_dir;
   j["eval_requested"] = eval;
   j["metric_name"] = metric;
   j["eval_task"] = none_if_empty(task);

@@ -57,6 +57,41 @@ void check_supported(const QuantizeOptions& o) {
 
 // The attention block a KV projection belongs to ("model.layers.3.self_attn"):
 // Quark merges the output scales of one kv_cache_group per block.
+// Layers the Quark layout cannot hold, grouped by layer-independent pattern
+// ("*.mlp.down_proj", so the suggested --exclude_layers stays short on deep
+// models), shape and their own reason.
+struct UnfitLayers {
+  std::string pattern;
+  std::vector<uint64_t> shape;
+  std::string reason;
+  size_t count = 0;
+};
+
+std::string layer_pattern(const std::string& module) {
+  const size_t layers = module.find(".layers.");
+  if (layers == std::string::npos) return module;
+  const size_t dot = module.find('.', layers + 8);
+  return dot == std::string::npos ? module : "*" + module.substr(dot);
+}
+
+void add_unfit(std::vector<UnfitLayers>& unfit, const std::string& module,
+               const std::vector<uint64_t>& shape, const std::string& reason) {
+  const std::string pat = layer_pattern(module);
+  for (auto& u : unfit)
+    if (u.pattern == pat && u.shape == shape && u.reason == reason) {
+      ++u.count;
+      return;
+    }
+  unfit.push_back({pat, shape, reason, 1});
+}
+
+// "*.mlp.gate_proj x5 [172, 64]: int4 weights need out_features divisible by 8, ..."
+std::string unfit_text(const UnfitLayers& u) {
+  std::string shape;
+  for (const auto d : u.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  return u.pattern + (u.count > 1 ? " x" + std::to_string(u.count) : "") + " [" + shape + "]: " + u.reason;
+}
+
 std::string parent_module(const std::string& module) {
   const size_t dot = module.rfind('.');
   return dot == std::string::npos ? std::string() : module.substr(0, dot);
@@ -256,46 +291,36 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   // not divide in_features, int4 out_features not a multiple of 8): an error
   // naming them all, or excluded with a warning under --exclude_unsupported.
   std::vector<std::string> unsupported;
-  std::string first_reason;
+  std::vector<UnfitLayers> unfit;  // by pattern, shape and reason, in model order
   for (auto it = modules.begin(); it != modules.end();) {
+    const auto& shape = w.find(it->first + ".weight")->shape;
     try {
-      (void)quark_weight_specs(it->first, w.find(it->first + ".weight")->shape, *it->second.weight,
-                               model_dtype, order);
+      (void)quark_weight_specs(it->first, shape, *it->second.weight, model_dtype, order);
       ++it;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kUsage) throw;
-      if (first_reason.empty()) first_reason = e.message();
+      add_unfit(unfit, it->first, shape, e.message());
       unsupported.push_back(it->first);
       it = modules.erase(it);
     }
   }
   if (!unsupported.empty()) {
-    // Name them by layer-independent patterns ("*.mlp.down_proj") so the
-    // suggested --exclude_layers stays short on deep models.
-    std::vector<std::string> pats;
-    for (const auto& m : unsupported) {
-      std::string pat = m;
-      const size_t layers = m.find(".layers.");
-      if (layers != std::string::npos) {
-        const size_t dot = m.find('.', layers + 8);
-        if (dot != std::string::npos) pat = "*" + m.substr(dot);
-      }
-      if (std::find(pats.begin(), pats.end(), pat) == pats.end()) pats.push_back(pat);
-    }
     std::string list, patterns;
-    for (const auto& p : pats) {
-      if (!list.empty()) list += ", ";
-      list += p;
-      patterns += " '" + p + "'";
+    std::vector<std::string> seen;
+    for (const auto& u : unfit) {
+      if (!list.empty()) list += "; ";
+      list += unfit_text(u);
+      if (std::find(seen.begin(), seen.end(), u.pattern) != seen.end()) continue;
+      seen.push_back(u.pattern);
+      patterns += " '" + u.pattern + "'";
     }
     if (!o.exclude_unsupported)
       throw Error(ErrorKind::kUnsupported, o.model_dir.string(), "--quant_scheme",
-                  std::to_string(unsupported.size()) + " layer(s) cannot be stored in this scheme's Quark layout (" +
-                      first_reason + "): " + list,
+                  std::to_string(unsupported.size()) + " layer(s) cannot be stored in this scheme's Quark layout: " +
+                      list,
                   "exclude them with --exclude_layers" + patterns +
                       ", or pass --exclude_unsupported to keep them in the source dtype");
-    sum.warnings.push_back(std::to_string(unsupported.size()) + " layer(s) kept in the source dtype (" +
-                           first_reason + "): " + list);
+    sum.warnings.push_back(std::to_string(unsupported.size()) + " layer(s) kept in the source dtype: " + list);
     sum.layers_quantized -= unsupported.size();
     sum.layers_excluded += unsupported.size();
     if (modules.empty())

@@ -32,15 +32,22 @@ StepResult check_fuzzy_tensor_names(const CheckpointPair& pair, const ValidateOp
 
 // Step 1. The source's top-level non-weight files except config.json
 // (io::ModelDir::aux_files()) must each exist in the quantized directory with
-// the same size and MD5. FAIL on any missing or differing file; files only in
-// the quantized directory are listed as extra and do not fail. Skipped when no
-// source was given.
+// the same size and MD5. A differing .json file is compared semantically
+// (drift.h): when every difference is benign drift (re-serialised, metadata,
+// defaults, tokenizer_config.json re-saves) the file is listed under
+// data["benign_drift"] and does not fail. FAIL on any missing file or real
+// difference; files only in the quantized directory are listed as extra and
+// do not fail. Skipped when no source was given.
 StepResult check_auxiliary_files(const CheckpointPair& pair, const ValidateOptions& opts);
 
 // Step 3. Both config.json files with every "quantization_config" key removed
 // (at any depth) must be equal as JSON values: same keys, arrays of the same
 // length, equal scalars (numbers compare by value, so 10000 equals 10000.0;
-// true is not 1). Each difference is reported as "path: source / quantized".
+// true is not 1), after compare_configs() (drift.h) has set aside benign
+// drift — torch_dtype/dtype and rope_theta/rope_parameters spellings,
+// one-sided keys at transformers' default, transformers_version — which is
+// listed as "benign drift: key: old → new (kind: why)" and under
+// data["benign_drift"]. Each real difference is reported as "path: source / quantized".
 // The quantized config must also hold a top-level "quantization_config"
 // object with "quant_method": "quark"; the scheme it declares is summarized.
 // FAIL on any difference, a missing or unreadable quantized config.json, or a

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "qloom/validate/checks.h"
+#include "qloom/validate/drift.h"
 #include "qloom/validate/step_util.h"
 
 namespace qloom::validate {
@@ -34,35 +35,6 @@ json strip_quantization(const json& v) {
     return out;
   }
   return v;
-}
-
-struct Difference {
-  std::string path;
-  const json* source;     // nullptr: absent
-  const json* quantized;  // nullptr: absent
-};
-
-void diff(const json& a, const json& b, const std::string& path, std::vector<Difference>& out) {
-  if (a.is_object() && b.is_object()) {
-    std::set<std::string> keys;
-    for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
-    for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
-    for (const auto& k : keys) {
-      const std::string sub = path.empty() ? k : path + "." + k;
-      const auto ia = a.find(k), ib = b.find(k);
-      if (ia == a.end()) out.push_back({sub, nullptr, &*ib});
-      else if (ib == b.end()) out.push_back({sub, &*ia, nullptr});
-      else diff(*ia, *ib, sub, out);
-    }
-    return;
-  }
-  if (a.is_array() && b.is_array() && a.size() == b.size()) {
-    for (size_t i = 0; i < a.size(); ++i)
-      diff(a[i], b[i], path + "[" + std::to_string(i) + "]", out);
-    return;
-  }
-  // Scalars (numbers by value), or different kinds / array lengths.
-  if (a != b) out.push_back({path.empty() ? "<root>" : path, &a, &b});
 }
 
 std::string spec_text(const json& spec) {
@@ -141,6 +113,32 @@ std::string scheme_summary(const json& qc, oj& data) {
   return join(parts, "; ");
 }
 
+// "mismatches: N" and one "path: source / quantized" line per real
+// difference (at most max_listed), and data "mismatch_count" / "mismatches".
+void report_differences(StepResult& r, const std::vector<RealDifference>& diffs, size_t max_listed) {
+  std::vector<std::string> lines;
+  oj mismatches = oj::array();
+  for (const auto& d : diffs) {
+    const std::string sv = d.source ? json_brief(*d.source) : "(absent)";
+    const std::string qv = d.quantized ? json_brief(*d.quantized) : "(absent)";
+    lines.push_back(d.path + ": " + sv + " / " + qv);
+    oj m = oj::object();
+    m["key"] = d.path;
+    m["source"] = d.source ? oj(*d.source) : oj();
+    m["quantized"] = d.quantized ? oj(*d.quantized) : oj();
+    if (!d.source) m["only_in"] = "quantized";
+    if (!d.quantized) m["only_in"] = "source";
+    if (mismatches.size() < 10 * max_listed) mismatches.push_back(std::move(m));
+  }
+  r.details.push_back("mismatches: " + std::to_string(diffs.size()));
+  const size_t shown = std::min(lines.size(), max_listed);
+  for (size_t i = 0; i < shown; ++i) r.details.push_back(lines[i]);
+  if (shown < lines.size())
+    r.details.push_back("… and " + std::to_string(lines.size() - shown) + " more");
+  r.data["mismatch_count"] = diffs.size();
+  r.data["mismatches"] = std::move(mismatches);
+}
+
 }  // namespace
 
 StepResult check_config(const CheckpointPair& pair, const ValidateOptions& opts) {
@@ -157,33 +155,14 @@ StepResult check_config(const CheckpointPair& pair, const ValidateOptions& opts)
   const json& src = pair.source()->config();
   const json& q = pair.quantized()->config();
 
-  // Differences point into these copies.
   const json src_stripped = strip_quantization(src);
   const json q_stripped = strip_quantization(q);
-  std::vector<Difference> diffs;
-  diff(src_stripped, q_stripped, "", diffs);
+  const Comparison cmp = compare_configs(src_stripped, q_stripped);
+  const auto& diffs = cmp.real;
 
-  std::vector<std::string> lines;
-  oj mismatches = oj::array();
-  for (const auto& d : diffs) {
-    const std::string sv = d.source ? json_brief(*d.source) : "(absent)";
-    const std::string qv = d.quantized ? json_brief(*d.quantized) : "(absent)";
-    lines.push_back(d.path + ": " + sv + " / " + qv);
-    oj m = oj::object();
-    m["key"] = d.path;
-    m["source"] = d.source ? oj(*d.source) : oj();
-    m["quantized"] = d.quantized ? oj(*d.quantized) : oj();
-    if (!d.source) m["only_in"] = "quantized";
-    if (!d.quantized) m["only_in"] = "source";
-    if (mismatches.size() < 10 * opts.max_listed) mismatches.push_back(std::move(m));
-  }
-  r.details.push_back("mismatches: " + std::to_string(diffs.size()));
-  const size_t shown = std::min(lines.size(), opts.max_listed);
-  for (size_t i = 0; i < shown; ++i) r.details.push_back(lines[i]);
-  if (shown < lines.size())
-    r.details.push_back("… and " + std::to_string(lines.size() - shown) + " more");
-  r.data["mismatch_count"] = diffs.size();
-  r.data["mismatches"] = std::move(mismatches);
+  report_differences(r, diffs, opts.max_listed);
+  r.data["benign_drift"] = detail::add_drift(r, cmp.drift, opts.max_listed);
+  r.data["benign_drift_count"] = cmp.drift.size();
   r.data["ignored_key_names"] = oj::array({kQuantKey});
   r.data["keys_compared"] = src_stripped.is_object() ? src_stripped.size() : 0;
 
@@ -217,7 +196,11 @@ StepResult check_config(const CheckpointPair& pair, const ValidateOptions& opts)
 
   if (diffs.empty() && quant_problem.empty()) {
     r.status = StepResult::kOk;
-    r.summary = "equal to the source apart from quantization_config (" +
+    r.summary = (cmp.drift.empty() ? std::string("equal to the source apart from quantization_config (")
+                                   : "benign drift (" + plural(cmp.drift.size(), "key", "keys") +
+                                         ": " + detail::drift_keys(cmp.drift) +
+                                         "), otherwise equal to the source apart from "
+                                         "quantization_config (") +
                 plural(src_stripped.size(), "top-level key", "top-level keys") +
                 "); quant_method quark";
     return r;

@@ -62,6 +62,26 @@ std::string json_brief(const nlohmann::json& v) {
   return s;
 }
 
+nlohmann::ordered_json add_drift(StepResult& r, const std::vector<DriftItem>& drift,
+                                 size_t max_listed, const std::string& prefix) {
+  nlohmann::ordered_json items = nlohmann::ordered_json::array();
+  const size_t shown = std::min(drift.size(), std::max<size_t>(max_listed, 1));
+  for (size_t i = 0; i < drift.size(); ++i) {
+    items.push_back(drift_json(drift[i]));
+    if (i < shown)
+      r.details.push_back("benign drift: " + (prefix.empty() ? "" : prefix + ": ") + drift_line(drift[i]));
+  }
+  if (shown < drift.size())
+    r.details.push_back("benign drift: … and " + std::to_string(drift.size() - shown) + " more");
+  return items;
+}
+
+std::string drift_keys(const std::vector<DriftItem>& drift) {
+  std::vector<std::string> keys;
+  for (const auto& d : drift) keys.push_back(d.key);
+  return join(keys, ", ");
+}
+
 StepResult skipped(StepResult r, std::string summary, const char* reason) {
   r.status = StepResult::kSkipped;
   r.summary = std::move(summary);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/dtype.h"
+#include "qloom/validate/drift.h"
 #include "qloom/validate/report.h"
 
 namespace qloom::validate::detail {
@@ -43,5 +44,14 @@ StepResult skipped(StepResult r, std::string summary, const char* reason);
 // A JSON value on one line, for "path: source / quantized" lines (long values
 // are cut to ~120 characters).
 std::string json_brief(const nlohmann::json& v);
+
+// Appends one "benign drift: <drift_line>" detail per item (at most
+// max_listed, then "… and N more"), prefixed "<prefix>: " when given, and
+// returns the items as a JSON array of drift_json().
+nlohmann::ordered_json add_drift(StepResult& r, const std::vector<DriftItem>& drift,
+                                 size_t max_listed, const std::string& prefix = "");
+
+// The items' keys, comma-separated.
+std::string drift_keys(const std::vector<DriftItem>& drift);
 
 }  // namespace qloom::validate::detail

@@ -8,10 +8,12 @@
 //                          only quantization tensors are new; dtype counts
 //                          per pattern are reported.
 //   1  auxiliary files     every top-level non-weight file of the source
-//                          except config.json is present and byte-identical.
+//                          except config.json is present and byte-identical
+//                          (JSON files: or differing only by benign drift).
 //   3  config.json         equal to the source once quantization_config is
-//                          removed; quantization_config says quant_method
-//                          "quark".
+//                          removed, up to benign drift from a newer
+//                          transformers (drift.h); quantization_config says
+//                          quant_method "quark".
 //   2  MD5 spot-check      every tensor left unquantized has the source's
 //                          dtype, shape and raw bytes (all of them are
 //                          checked, nothing is sampled).
