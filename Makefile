@@ -5,7 +5,7 @@
 #   make test      set up, build, run the whole suite (CTest) + a short fuzz run
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
-#   make fuzz      libFuzzer on the safetensors header parser (FUZZ_SECONDS=300)
+#   make fuzz      libFuzzer on the safetensors and GGUF header parsers (FUZZ_SECONDS=300 each)
 #   make sanitize  the whole suite under an ASan+UBSan build (build-asan/)
 #   make clean     remove build directories
 
@@ -52,19 +52,29 @@ build-fuzz/CMakeCache.txt:
 	  -DQLOOM_BUILD_BENCH=OFF >/dev/null
 
 fuzz-build: build-fuzz/CMakeCache.txt
-	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header
+	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header
 
+# Both parsers, FUZZ_SECONDS each.
 fuzz: fuzz-build
-	mkdir -p fuzz/corpus-work
+	mkdir -p fuzz/corpus-work fuzz/corpus_gguf-work
 	./build-fuzz/fuzz/qloom_fuzz_safetensors_header -max_total_time=$(FUZZ_SECONDS) \
 	  -dict=fuzz/safetensors.dict -print_final_stats=1 fuzz/corpus-work fuzz/corpus
+	./build-fuzz/fuzz/qloom_fuzz_gguf_header -max_total_time=$(FUZZ_SECONDS) \
+	  -dict=fuzz/gguf.dict -print_final_stats=1 fuzz/corpus_gguf-work fuzz/corpus_gguf
 
+# Both parsers within FUZZ_SMOKE_SECONDS in all (half each).
+FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + 1) / 2 )))
 fuzz-smoke: fuzz-build
-	@echo "fuzz: safetensors header parser for $(FUZZ_SMOKE_SECONDS)s"
-	@tmp=$$(mktemp -d) && ./build-fuzz/fuzz/qloom_fuzz_safetensors_header \
-	  -max_total_time=$(FUZZ_SMOKE_SECONDS) -dict=fuzz/safetensors.dict -print_final_stats=1 $$tmp fuzz/corpus \
-	  2>$$tmp.log; rc=$$?; grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $$tmp.log || true; \
-	  if [ $$rc -ne 0 ]; then tail -50 $$tmp.log; fi; rm -rf $$tmp $$tmp.log; exit $$rc
+	@$(call fuzz_smoke_one,safetensors header,qloom_fuzz_safetensors_header,safetensors.dict,corpus)
+	@$(call fuzz_smoke_one,GGUF header,qloom_fuzz_gguf_header,gguf.dict,corpus_gguf)
+
+# $(call fuzz_smoke_one,label,binary,dict,corpus dir)
+define fuzz_smoke_one
+echo "fuzz: $(1) parser for $(FUZZ_SMOKE_EACH)s" && tmp=$$(mktemp -d) && ./build-fuzz/fuzz/$(2) \
+  -max_total_time=$(FUZZ_SMOKE_EACH) -dict=fuzz/$(3) -print_final_stats=1 $$tmp fuzz/$(4) \
+  2>$$tmp.log; rc=$$?; grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $$tmp.log || true; \
+  if [ $$rc -ne 0 ]; then tail -50 $$tmp.log; fi; rm -rf $$tmp $$tmp.log; exit $$rc
+endef
 
 sanitize:
 	@scripts/setup --build-dir build-asan --cmake-arg -DQLOOM_SANITIZE=ON --cmake-arg -DQLOOM_BUILD_BENCH=OFF
