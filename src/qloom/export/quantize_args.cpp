@@ -47,6 +47,11 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
   sub.add_option(flag_names("exclude_layers"), o.exclude_layers,
                  "layer patterns kept in the source dtype (in addition to the model's defaults)");
   sub.add_option(flag_names("quant_algo"), o.quant_algo, "calibrated algorithm(s), comma-separated: gptq, awq, smoothquant");
+  sub.add_option(flag_names("quant_algo_config_file"), o.algo_config_files,
+                 "ALGO FILE: a JSON config in Quark's form for one --quant_algo algorithm (repeatable), e.g. "
+                 "gptq f.json with {\"name\": \"gptq\", \"damp_percent\": 0.05, \"desc_act\": false, "
+                 "\"static_groups\": false, \"block_size\": 64, \"true_sequential\": true}; unknown keys are "
+                 "errors; unset keys take Quark's per-model defaults");
   sub.add_option(flag_names("dataset"), o.dataset,
                  "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
   sub.add_option(flag_names("num_calib_data"), o.num_calib_data, "calibration samples")->capture_default_str();
@@ -93,6 +98,7 @@ std::vector<std::string> quantize_args(const QuantizeCommand& cmd) {
     a.insert(a.end(), o.exclude_layers.begin(), o.exclude_layers.end());
   }
   if (!o.quant_algo.empty()) a.insert(a.end(), {"--quant_algo", o.quant_algo});
+  for (const auto& [algo, file] : o.algo_config_files) a.insert(a.end(), {"--quant_algo_config_file", algo, file});
   if (!o.dataset.empty()) a.insert(a.end(), {"--dataset", o.dataset});
   a.insert(a.end(), {"--num_calib_data", std::to_string(o.num_calib_data), "--seq_len", std::to_string(o.seq_len)});
   if (o.batch_size != d.batch_size) a.insert(a.end(), {"--batch_size", std::to_string(o.batch_size)});
