@@ -53,9 +53,16 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
                  "\"static_groups\": false, \"block_size\": 64, \"true_sequential\": true}; unknown keys are "
                  "errors; unset keys take Quark's per-model defaults");
   sub.add_option(flag_names("dataset"), o.dataset,
-                 "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
-  sub.add_option(flag_names("num_calib_data"), o.num_calib_data, "calibration samples")->capture_default_str();
-  sub.add_option(flag_names("seq_len"), o.seq_len, "calibration sequence length")->capture_default_str();
+                 "calibration documents: c4 (the bundled sample, default), a Quark name with a local copy "
+                 "(pileval: datasets/calibration/pileval.jsonl under $QLOOM_DATA_DIR or the installed data), or a "
+                 "file: .jsonl (its \"text\" per line) or text (each non-blank line). A sample is one document, "
+                 "tokenized alone and cut to --seq_len tokens (shorter documents stay shorter; no packing), as "
+                 "Quark's pileval/wikitext loaders; a named set and its file give the same samples");
+  sub.add_option(flag_names("num_calib_data"), o.num_calib_data,
+                 "calibration samples: the first N non-blank documents")
+      ->capture_default_str();
+  sub.add_option(flag_names("seq_len"), o.seq_len, "tokens per calibration sample at most (longer documents are cut)")
+      ->capture_default_str();
   sub.add_option(flag_names("batch_size"), o.batch_size, "calibration batch size")->capture_default_str();
   sub.add_option(flag_names("device"), o.device, "only cpu")->capture_default_str();
   sub.add_option(flag_names("min_kv_scale"), o.min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();

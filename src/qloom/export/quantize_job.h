@@ -48,7 +48,8 @@ struct QuantizeOptions {
   std::vector<std::pair<std::string, std::string>> algo_config_files;
   // Calibration data (quant/calib_data.h): "" or "c4" = the bundled c4
   // sample; Quark's names (pileval, ...) need a local copy
-  // ($QLOOM_DATA_DIR/calibration/<name>.jsonl), else a kNotFound error.
+  // (datasets/calibration/<name>.jsonl in a data dir), else a kNotFound
+  // error; or a file. A sample is one document cut to seq_len tokens.
   std::string dataset;
   uint64_t num_calib_data = 512;
   uint64_t seq_len = 512;
