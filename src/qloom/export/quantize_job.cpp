@@ -237,6 +237,8 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   eo.pack_order = order;
   QuarkExporter ex(src, o.output_dir, eo);
   const DType model_dtype = ex.model_dtype();
+  for (const auto& p : ex.swept_partials())
+    sum.warnings.push_back("removed " + p.string() + ", the staging directory of an earlier run that was killed");
 
   // Layers whose shape the Quark layout cannot hold (a group size that does
   // not divide in_features, int4 out_features not a multiple of 8): an error
