@@ -48,6 +48,17 @@ TEST(InstallCli, MovedInstallFindsItsOwnDataAndSaysWhereItLookedWithout) {
   EXPECT_EQ(r.err.find(source_data), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("PPL"), std::string::npos) << r.out;
 
+  // The bundled demo model of `qloom run` is the installed copy's too.
+  const fs::path ws = t / "ws";
+  r = test::run_command({"env", "-u", "QLOOM_DATA_DIR", "-u", "QLOOM_DEMO_MODEL", (root / "bin/qloom").string(), "run",
+                         "quantize the bundled model to fp8 without kv cache quantization, calibrate on 4 samples, "
+                         "measure perplexity on 2 samples, accept a 50% gap",
+                         "--workspace", ws.string(), "--interactive", "off", "--max-requantize-attempts", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string manifest = test::read_file(ws / "run_manifest.yaml");
+  EXPECT_NE(manifest.find((root / "share/qloom/models/stories260K-hf-bf16").string()), std::string::npos) << manifest;
+  EXPECT_EQ(manifest.find(std::string(QLOOM_SOURCE_DIR) + "/models"), std::string::npos) << manifest;
+
   // Without its data: an error naming the places looked, none in the source tree.
   fs::rename(root / "share/qloom/data", root / "share/qloom/data.hidden");
   r = eval_ppl(root);
