@@ -66,6 +66,16 @@ TEST(InstallCli, MovedInstallFindsItsOwnDataAndSaysWhereItLookedWithout) {
   EXPECT_NE(r.err.find((root / "share/qloom/data/datasets/wikitext-2-raw/wiki.test.raw").string()), std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find(source_data), std::string::npos) << r.err;
+
+  // Without its models: qloom run asks which model, saying where it looked.
+  fs::rename(root / "share/qloom/models", root / "share/qloom/models.hidden");
+  r = test::run_command({"env", "-u", "QLOOM_DEMO_MODEL", (root / "bin/qloom").string(), "run",
+                         "quantize the bundled model to fp8", "--workspace", (t / "ws2").string(), "--interactive",
+                         "off"});
+  const std::string all = r.out + r.err;
+  EXPECT_NE(r.exit_code, 0) << all;
+  EXPECT_NE(all.find((root / "share/qloom/models/stories260K-hf-bf16").string()), std::string::npos) << all;
+  EXPECT_EQ(all.find(std::string(QLOOM_SOURCE_DIR) + "/models"), std::string::npos) << all;
 }
 
 }  // namespace
