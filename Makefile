@@ -1,7 +1,8 @@
 # qloom — top-level entry points. Each target runs scripts/setup first, which
 # installs what is missing (Debian packages, the test venv) and configures.
 #
-#   make demo      set up, build, run `qloom run "<prompt>"` on the bundled tiny model
+#   make demo      set up, build only the CLI (qloom_cli + libqloom), run
+#                  `qloom run "<prompt>"` on the bundled tiny model
 #   make test      set up, build, run the whole suite (CTest) + a short fuzz run
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
@@ -15,7 +16,7 @@ DEMO_MODEL  ?= models/stories260K-hf-bf16
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 
-.PHONY: all setup build demo test bench fuzz fuzz-build fuzz-smoke sanitize interop clean
+.PHONY: all setup setup-demo build build-demo demo test bench fuzz fuzz-build fuzz-smoke sanitize interop clean install
 
 all: build
 
@@ -25,6 +26,19 @@ setup:
 build: setup
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The demo needs the CLI alone: no tests, benchmarks, tools or fuzzers, and no
+# test venv (make test creates it later in the same build dir).
+setup-demo:
+	@scripts/setup --build-dir $(BUILD) --no-venv
+
+build-demo: setup-demo
+	cmake --build $(BUILD) -j $(JOBS) --target qloom_cli
+
+# PREFIX/bin/qloom, PREFIX/lib/libqloom.a, PREFIX/share/qloom/{data,models}.
+PREFIX ?= /usr/local
+install: build-demo
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
 DEMO_WS     ?= $(BUILD)/demo/workspace
 DEMO_PROMPT ?= quantize the bundled model to fp8 with fp8 kv cache, calibrate on 64 samples, measure perplexity on 20 samples, accept a 10% perplexity gap
 
@@ -32,7 +46,7 @@ DEMO_PROMPT ?= quantize the bundled model to fp8 with fp8 kv cache, calibrate on
 # intake, plan, manifest, exec (calibrated FP8 weights/activations + FP8 KV
 # cache), export, validate and eval (source vs quantized perplexity, paired),
 # non-interactively, and prints the summary; every artifact is in DEMO_WS.
-demo: build
+demo: build-demo
 	./$(BUILD)/qloom run "$(DEMO_PROMPT)" --workspace $(DEMO_WS) --interactive off
 	@ls $(DEMO_WS)
 

@@ -4,6 +4,7 @@
 
 #include "qloom/agent/artifact_schema.h"
 #include "qloom/agent/outcomes.h"
+#include "qloom/export/algo_config_file.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -65,6 +66,36 @@ TEST(RunManifest, StatusUpdateKeepsTheCommandAndRefusesAChangedOne) {
   EXPECT_TRUE(check_artifact("run_manifest", m).empty());
   set_checkpoint_decision(m, "plan", "maybe");
   EXPECT_FALSE(check_artifact("run_manifest", m).empty());
+}
+
+// --quant_algo_config_file: the command keeps the flag, inputs record each
+// file's sha256 and parsed dict, and the exec check refuses an edited file.
+TEST(RunManifest, RecordsAlgoConfigFilesAndCatchesAnEditedOne) {
+  test::TempDir t("manifest3");
+  auto cmd = command_from_plan(plan_for((t / "o").string()), "/m", "llama", false);
+  const std::string text = R"({"name": "gptq", "desc_act": false, "static_groups": false})";
+  const auto file = t.write("gptq.json", text);
+  cmd.options.algo_config_files = {{"gptq", file.string()}};
+  ManifestInputs in{"/m", "local", "/m", t.path(), 1};
+  const auto m = build_run_manifest(in, cmd, default_checkpoints(), {}, {});
+  EXPECT_TRUE(check_artifact("run_manifest", m).empty());
+  const auto parsed = exporter::parse_quantize_args(manifest_quantize_args(m));
+  EXPECT_EQ(parsed.options.algo_config_files, cmd.options.algo_config_files);
+  const auto& rec = m["inputs"]["algo_config_files"];
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0]["algo"], "gptq");
+  EXPECT_EQ(rec[0]["path"], file.string());
+  EXPECT_EQ(rec[0]["sha256"], exporter::sha256_hex(text));
+  EXPECT_EQ(rec[0]["config"]["desc_act"], false);
+  check_algo_config_files(m);  // unchanged: no error
+
+  t.write("gptq.json", R"({"name": "gptq", "desc_act": true})");
+  const Error e = test::catch_error([&] { check_algo_config_files(m); });
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+  EXPECT_EQ(e.file(), file.string());
+  // A manifest without config files has nothing to check.
+  cmd.options.algo_config_files.clear();
+  check_algo_config_files(build_run_manifest(in, cmd, default_checkpoints(), {}, {}));
 }
 
 TEST(RunManifest, PlanWithoutSchemeOrOutputIsRefused) {

@@ -1,5 +1,7 @@
 #include "qloom/export/quantize_args.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "support/expect_error.h"
@@ -15,7 +17,8 @@ TEST(QuantizeArgs, ArgsParseBackToTheSameCommand) {
   c.options.kv_cache_dtype = "fp8";
   c.options.layer_quant_scheme = {{"*self_attn*", "fp8"}, {"lm_head", "int8"}};
   c.options.exclude_layers = {"*mlp.down_proj", "model.layers.0.*"};
-  c.options.quant_algo = "gptq";
+  c.options.quant_algo = "awq,gptq";
+  c.options.algo_config_files = {{"awq", "/cfg/awq config.json"}, {"gptq", "/cfg/gptq.json"}};
   c.options.dataset = "/data/c.jsonl";
   c.options.num_calib_data = 64;
   c.options.seq_len = 256;
@@ -29,6 +32,7 @@ TEST(QuantizeArgs, ArgsParseBackToTheSameCommand) {
   EXPECT_EQ(back.options.model_dir, c.options.model_dir);
   EXPECT_EQ(back.options.layer_quant_scheme, c.options.layer_quant_scheme);
   EXPECT_EQ(back.options.exclude_layers, c.options.exclude_layers);
+  EXPECT_EQ(back.options.algo_config_files, c.options.algo_config_files);
   EXPECT_EQ(back.options.num_calib_data, 64u);
   EXPECT_TRUE(back.options.overwrite);
   EXPECT_TRUE(back.no_trust_remote_code);
@@ -43,6 +47,34 @@ TEST(QuantizeArgs, AcceptsKebabCaseAndRefusesUnknownFlags) {
   EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos) << e.what();
   EXPECT_EQ(test::catch_error([] { parse_quantize_args({"--model_dir", "m"}); }).kind(), ErrorKind::kUsage);
+}
+
+// Quark's quantize_quark.py: --quant_algo_config_file ALGO_NAME CONFIG_FILE,
+// action="append", nargs=2.
+TEST(QuantizeArgs, QuantAlgoConfigFileTakesQuarksTwoValuesAndRepeats) {
+  const auto c = parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "int4_wo_64",
+                                      "--quant_algo", "gptq", "--quant_algo_config_file", "gptq", "f.json"});
+  ASSERT_EQ(c.options.algo_config_files.size(), 1u);
+  EXPECT_EQ(c.options.algo_config_files[0], (std::pair<std::string, std::string>{"gptq", "f.json"}));
+  const auto two = parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "int4_wo_64",
+                                        "--quant_algo", "awq,gptq", "--quant-algo-config-file", "awq", "a.json",
+                                        "--quant_algo_config_file", "gptq", "g.json"});
+  ASSERT_EQ(two.options.algo_config_files.size(), 2u);
+  EXPECT_EQ(two.options.algo_config_files[0].first, "awq");
+  EXPECT_EQ(two.options.algo_config_files[1].second, "g.json");
+  // The pairs come back in the order given.
+  const auto args = quantize_args(two);
+  const auto at = std::find(args.begin(), args.end(), "--quant_algo_config_file");
+  ASSERT_NE(at, args.end());
+  EXPECT_EQ(*(at + 1), "awq");
+  EXPECT_EQ(*(at + 2), "a.json");
+  // ALGO without FILE is a usage error naming the flag.
+  const auto e = test::catch_error([] {
+    parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8", "--quant_algo_config_file",
+                         "gptq"});
+  });
+  EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  EXPECT_NE(std::string(e.what()).find("quant_algo_config_file"), std::string::npos) << e.what();
 }
 
 TEST(QuantizeArgs, ShellQuoting) {

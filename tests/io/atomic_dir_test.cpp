@@ -15,6 +15,7 @@
 #include "qloom/core/error.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/safetensors_writer.h"
+#include "qloom/io/staging_cleanup.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -245,13 +246,108 @@ TEST(AtomicDir, KilledMidWriteLeavesNoTarget) {
       << left[0];
   // The partial output is there, hidden: some shards were written.
   EXPECT_FALSE(fs::is_empty(d / left[0]));
-  // A new run is not blocked by the leftover, and does not delete it.
+  // A new run into the same parent is not blocked by the leftover, and
+  // sweeps it: its pid is dead.
   {
     AtomicDir again(target);
+    ASSERT_EQ(again.swept().size(), 1u);
+    EXPECT_EQ(again.swept()[0], d / left[0]);
     again.commit();
   }
   EXPECT_TRUE(fs::is_directory(target));
-  EXPECT_TRUE(fs::exists(d / left[0]));
+  EXPECT_EQ(list(d.path()), std::vector<std::string>{"model-out"});
+}
+
+// A pid that is surely dead: a child that exited and was reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+// A writer stopped by SIGTERM / SIGINT / SIGHUP removes its staging
+// directory before it dies of the signal.
+class AtomicDirSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(AtomicDirSignal, StagingIsRemovedAndTheSignalStillKills) {
+  const int sig = GetParam();
+  TempDir d("atomic-sig");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    try {
+      AtomicDir a(d / "out");
+      AtomicDir b(d / "other");  // two at once: both are removed
+      fs::create_directories(a.staging() / "sub" / "deeper");
+      std::ofstream(a.staging() / "model.safetensors") << std::string(1 << 16, 'x');
+      std::ofstream(a.staging() / "sub" / "deeper" / "x.txt") << "x";
+      std::ofstream(b.staging() / "config.json") << "{}";
+      const char c = 'r';
+      (void)!::write(ready[1], &c, 1);
+      ::sleep(60);  // the parent signals us here
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(list(d.path()).size(), 2u);  // both staging directories exist
+  ASSERT_EQ(::kill(pid, sig), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), sig);
+  EXPECT_EQ(list(d.path()), std::vector<std::string>{});
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, AtomicDirSignal, ::testing::Values(SIGTERM, SIGINT, SIGHUP));
+
+TEST(AtomicDir, SweepsOnlyStagingDirsOfDeadPids) {
+  TempDir d("atomic-sweep");
+  const std::string dead = std::to_string(dead_pid());
+  const std::string live = std::to_string(::getppid());  // the test runner's parent: alive
+  const std::vector<std::string> stale = {".m.qloom-partial-" + dead + "-0", ".other model.qloom-partial-" + dead + "-7",
+                                          ".m.qloom-old-" + dead + "-1"};
+  const std::vector<std::string> kept = {
+      ".m.qloom-partial-" + live + "-0",              // a live writer beside us
+      ".m.qloom-partial-" + dead,                     // not the format: no -<n>
+      ".m.qloom-partial-" + dead + "-x",              // not the format
+      "m.qloom-partial-" + dead + "-0",               // not hidden
+      ".m.qloom-tmp-" + dead + "-0",                  // another tag
+      ".m.qloom-partial-0-0",                         // pid 0
+  };
+  for (const auto& n : stale) {
+    d.mkdir(n + "/sub");
+    d.write(n + "/sub/f", "x");
+  }
+  for (const auto& n : kept) d.mkdir(n);
+  d.write(".f.qloom-partial-" + dead + "-2", "a file, not a staging directory");
+  fs::create_symlink(d / kept[0], d / (".s.qloom-partial-" + dead + "-3"));  // a symlink: never followed
+  {
+    AtomicDir a(d / "m");
+    EXPECT_EQ(a.swept().size(), stale.size());
+  }
+  std::vector<std::string> want = kept;
+  want.push_back(".f.qloom-partial-" + dead + "-2");
+  want.push_back(".s.qloom-partial-" + dead + "-3");
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(list(d.path()), want);
+}
+
+TEST(AtomicDir, StagingNamePid) {
+  EXPECT_EQ(staging_name_pid(".model.qloom-partial-1234-0"), 1234);
+  EXPECT_EQ(staging_name_pid(".a.b.qloom-old-99-12"), 99);
+  EXPECT_EQ(staging_name_pid(".x.qloom-partial-12-"), 0);
+  EXPECT_EQ(staging_name_pid(".qloom-partial-12-0"), 0);  // no target name
+  EXPECT_EQ(staging_name_pid("model"), 0);
 }
 
 // ---------------------------------------------------------------------------

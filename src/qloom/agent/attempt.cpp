@@ -495,6 +495,7 @@ class AttemptRunner {
     const auto manifest = read_run_manifest(ws_.dir());
     recorded_args_ = manifest_quantize_args(manifest);
     exporter::QuantizeCommand qc = exporter::parse_quantize_args(recorded_args_);
+    check_algo_config_files(manifest);
     exporter::QuantizeOptions o = qc.options;
     if (model_source_ == "hub") {
       try {

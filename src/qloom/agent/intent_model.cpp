@@ -20,6 +20,7 @@
 
 #include "qloom/agent/intent_internal.h"
 #include "qloom/agent/intent_lexicon.h"
+#include "qloom/io/data_files.h"
 
 namespace qloom::agent::detail {
 namespace {
@@ -141,8 +142,15 @@ void pass_model_and_output(ParseState& st) {
     out.model = {win->value, Source::kStated};
     out.model_kind = win->kind;
     out.model_path = win->path;
-    if (win->kind == "demo" && win->path.empty())
-      st.ask("model", "This build knows no bundled demo model; which model should I quantize?");
+    if (win->kind == "demo" && win->path.empty()) {
+      std::vector<std::filesystem::path> tried;
+      (void)io::find_bundled_model("stories260K-hf-bf16", &tried);
+      std::string where;
+      for (const auto& p : tried) where += (where.empty() ? "" : ", ") + p.string();
+      st.ask("model", "This build knows no bundled demo model (looked for stories260K-hf-bf16 in: " +
+                          (where.empty() ? std::string("nowhere") : where) +
+                          "; QLOOM_DEMO_MODEL unset); which model should I quantize?");
+    }
   } else {
     // A family name without org: "Llama-3.1-8B", "qwen 2.5 7b".
     for (size_t i = 0; i < st.size(); ++i) {

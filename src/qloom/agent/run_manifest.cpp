@@ -4,6 +4,7 @@
 #include "qloom/agent/yaml_json.h"
 #include "qloom/build_info.h"
 #include "qloom/core/error.h"
+#include "qloom/export/algo_config_file.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/text_file.h"
 #include "qloom/quant/scheme_registry.h"
@@ -94,6 +95,17 @@ nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const export
                  {"model_source", in.model_source},
                  {"model_path", in.model_path.string()},
                  {"workspace", in.workspace.string()}};
+  // --quant_algo_config_file: what each file held when the command was made,
+  // so the run is reproducible and a later edit of the file is caught.
+  if (!cmd.options.algo_config_files.empty()) {
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const auto& f : exporter::load_algo_config_files(cmd.options.algo_config_files))
+      files.push_back({{"algo", f.algo},
+                       {"path", fs::absolute(f.path).lexically_normal().string()},
+                       {"sha256", f.sha256},
+                       {"config", nlohmann::ordered_json(f.config)}});
+    m["inputs"]["algo_config_files"] = files;
+  }
   m["outputs"] = {{"quantized_model_dir", cmd.options.output_dir.string()},
                   {"format", cmd.options.model_export},
                   {"expected_files", {"config.json", "*.safetensors (+ model.safetensors.index.json when sharded)",
@@ -124,6 +136,21 @@ std::vector<std::string> manifest_quantize_args(const nlohmann::json& manifest) 
   if (argv.size() < 2 || argv[0] != "qloom" || argv[1] != "quantize")
     throw_invalid("run_manifest.yaml", "run.command", "does not start with 'qloom quantize'", "regenerate the manifest");
   return {argv.begin() + 2, argv.end()};
+}
+
+void check_algo_config_files(const nlohmann::json& manifest) {
+  const auto& in = manifest.at("inputs");
+  if (!in.contains("algo_config_files")) return;
+  for (const auto& rec : in["algo_config_files"]) {
+    const std::string path = rec.at("path").get<std::string>();
+    const std::string want = rec.at("sha256").get<std::string>();
+    const std::string got = exporter::sha256_hex(io::read_text_file(path));
+    if (got != want)
+      throw Error(ErrorKind::kInvalidInput, path, "inputs.algo_config_files",
+                  "the --quant_algo_config_file changed since the manifest was written (sha256 " + got +
+                      ", recorded " + want + ")",
+                  "restore the file (run_manifest.yaml holds its recorded content) or start a new run");
+  }
 }
 
 void update_run_status(nlohmann::ordered_json& manifest, const std::vector<std::string>& recorded_command,

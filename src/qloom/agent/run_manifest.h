@@ -47,6 +47,11 @@ nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const export
 // The run step's argument array after `qloom quantize`.
 std::vector<std::string> manifest_quantize_args(const nlohmann::json& manifest);
 
+// inputs.algo_config_files (present when the command has
+// --quant_algo_config_file): each file's sha256 now against the recorded one;
+// throws kInvalidInput naming a file that changed since the manifest.
+void check_algo_config_files(const nlohmann::json& manifest);
+
 // Sets run.status ("succeeded" | "failed") and run.observed; the checkpoint
 // decisions may be updated too. Throws Error(kInternal) if `manifest`'s
 // command differs from `recorded_command` (the one approved).

@@ -14,10 +14,8 @@
 #include "qloom/agent/outcomes.h"
 #include "qloom/agent/workspace.h"
 #include "qloom/core/error.h"
+#include "qloom/io/data_files.h"
 
-#ifndef QLOOM_BUNDLED_MODELS_DIR
-#define QLOOM_BUNDLED_MODELS_DIR ""
-#endif
 
 namespace qloom::agent {
 namespace fs = std::filesystem;
@@ -59,16 +57,8 @@ std::optional<std::string> preflight_problem() {
 }  // namespace
 
 fs::path bundled_demo_model() {
-  std::error_code ec;
   if (const char* env = std::getenv("QLOOM_DEMO_MODEL"); env && *env) return fs::path(env);
-  const fs::path src = fs::path(QLOOM_BUNDLED_MODELS_DIR) / kDemoName;
-  if (!std::string(QLOOM_BUNDLED_MODELS_DIR).empty() && fs::is_directory(src, ec)) return src;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path shared = exe.parent_path().parent_path() / "share" / "qloom" / "models" / kDemoName;
-    if (fs::is_directory(shared, ec)) return shared;
-  }
-  return {};
+  return io::find_bundled_model(kDemoName).value_or(fs::path());
 }
 
 RunResult quantize_via_prompt(const std::string& prompt, const RunOptions& options) {

@@ -78,9 +78,10 @@ struct RunResult {
 // assessment, since nothing can be written into it.
 RunResult quantize_via_prompt(const std::string& prompt, const RunOptions& options);
 
-// The bundled demo model's directory: $QLOOM_DEMO_MODEL, else the source
-// tree's models/stories260K-hf-bf16, else <exe>/../share/qloom/models/...;
-// "" when none exists.
+// The bundled demo model's directory: $QLOOM_DEMO_MODEL, else
+// stories260K-hf-bf16 under the model roots of io/data_files.h
+// (<exe>/../share/qloom/models, the source tree's models/ when running from
+// the build tree); "" when none exists.
 std::filesystem::path bundled_demo_model();
 
 }  // namespace qloom::agent

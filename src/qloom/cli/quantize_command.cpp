@@ -44,6 +44,9 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
     std::printf("  %-22s %s samples, %s tokens from %s in %s; %s static scales\n", "calibration",
                 format_count(s.calib_samples).c_str(), format_count(s.calib_tokens).c_str(), s.calib_source.c_str(),
                 format_duration(s.calib_seconds).c_str(), format_count(s.static_scales).c_str());
+  for (const auto& f : s.algo_config_files)
+    std::printf("  %-22s %s from %s (sha256 %s)\n", "algorithm config", f.algo.c_str(), f.path.c_str(),
+                f.sha256.c_str());
   std::printf("  %-22s %s\n", "wall time", format_duration(s.seconds).c_str());
   for (const auto& w : s.warnings) std::fprintf(stderr, "qloom: warning: %s\n", w.c_str());
 }

@@ -74,11 +74,13 @@ TextDataset load_text_dataset(const std::string& spec) {
   TextDataset ds;
   ds.name = spec;
   if (spec == "wikitext2") {
-    ds.text = wikitext_hf_join(read_text_file(bundled_file("wikitext-2-raw/wiki.test.raw")));
+    ds.file = bundled_file("wikitext-2-raw/wiki.test.raw").string();
+    ds.text = wikitext_hf_join(read_text_file(ds.file));
     return ds;
   }
   if (spec == "tinystories") {
-    ds.text = read_text_file(bundled_file("tinystories/TinyStories-valid-first1000.txt"));
+    ds.file = bundled_file("tinystories/TinyStories-valid-first1000.txt").string();
+    ds.text = read_text_file(ds.file);
     return ds;
   }
   if (spec == "gsm8k")
@@ -95,6 +97,7 @@ TextDataset load_text_dataset(const std::string& spec) {
   if (fs::is_directory(spec, ec))
     throw_invalid(spec, "", "data set path is a directory", "pass a text file");
   ds.text = read_text_file(spec);
+  ds.file = spec;
   return ds;
 }
 

@@ -46,6 +46,7 @@ std::string wikitext_hf_join(std::string_view raw);
 struct TextDataset {
   std::string name;  // as given: "wikitext2" or the path
   std::string text;  // the one document to tokenize
+  std::string file;  // the file read (for a bundled name: where it was found)
 };
 
 // `spec`: a known name or a file path. Throws kNotFound (missing file, naming

@@ -77,6 +77,7 @@ void run_text_task(const EvalOptions& o, EvalReport& r) {
     throw Error(ErrorKind::kUsage, "", "--source", "the kld task needs the source model",
                 "pass --source <model_dir> (the unquantized model)");
   const TextDataset ds = load_text_dataset(r.dataset);
+  if (o.log != nullptr) *o.log << "qloom eval: data set " << ds.name << " read from " << ds.file << "\n" << std::flush;
 
   engine::LoadOptions lo;
   lo.threads = o.threads;

@@ -47,10 +47,22 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
   sub.add_option(flag_names("exclude_layers"), o.exclude_layers,
                  "layer patterns kept in the source dtype (in addition to the model's defaults)");
   sub.add_option(flag_names("quant_algo"), o.quant_algo, "calibrated algorithm(s), comma-separated: gptq, awq, smoothquant");
+  sub.add_option(flag_names("quant_algo_config_file"), o.algo_config_files,
+                 "ALGO FILE: a JSON config in Quark's form for one --quant_algo algorithm (repeatable), e.g. "
+                 "gptq f.json with {\"name\": \"gptq\", \"damp_percent\": 0.05, \"desc_act\": false, "
+                 "\"static_groups\": false, \"block_size\": 64, \"true_sequential\": true}; unknown keys are "
+                 "errors; unset keys take Quark's per-model defaults");
   sub.add_option(flag_names("dataset"), o.dataset,
-                 "calibration data: a .jsonl (\"text\" per line) or text file; default: the bundled c4 sample");
-  sub.add_option(flag_names("num_calib_data"), o.num_calib_data, "calibration samples")->capture_default_str();
-  sub.add_option(flag_names("seq_len"), o.seq_len, "calibration sequence length")->capture_default_str();
+                 "calibration documents: c4 (the bundled sample, default), a Quark name with a local copy "
+                 "(pileval: datasets/calibration/pileval.jsonl under $QLOOM_DATA_DIR or the installed data), or a "
+                 "file: .jsonl (its \"text\" per line) or text (each non-blank line). A sample is one document, "
+                 "tokenized alone and cut to --seq_len tokens (shorter documents stay shorter; no packing), as "
+                 "Quark's pileval/wikitext loaders; a named set and its file give the same samples");
+  sub.add_option(flag_names("num_calib_data"), o.num_calib_data,
+                 "calibration samples: the first N non-blank documents")
+      ->capture_default_str();
+  sub.add_option(flag_names("seq_len"), o.seq_len, "tokens per calibration sample at most (longer documents are cut)")
+      ->capture_default_str();
   sub.add_option(flag_names("batch_size"), o.batch_size, "calibration batch size")->capture_default_str();
   sub.add_option(flag_names("device"), o.device, "only cpu")->capture_default_str();
   sub.add_option(flag_names("min_kv_scale"), o.min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();
@@ -93,6 +105,7 @@ std::vector<std::string> quantize_args(const QuantizeCommand& cmd) {
     a.insert(a.end(), o.exclude_layers.begin(), o.exclude_layers.end());
   }
   if (!o.quant_algo.empty()) a.insert(a.end(), {"--quant_algo", o.quant_algo});
+  for (const auto& [algo, file] : o.algo_config_files) a.insert(a.end(), {"--quant_algo_config_file", algo, file});
   if (!o.dataset.empty()) a.insert(a.end(), {"--dataset", o.dataset});
   a.insert(a.end(), {"--num_calib_data", std::to_string(o.num_calib_data), "--seq_len", std::to_string(o.seq_len)});
   if (o.batch_size != d.batch_size) a.insert(a.end(), {"--batch_size", std::to_string(o.batch_size)});

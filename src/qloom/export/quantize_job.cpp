@@ -12,6 +12,7 @@
 #include "qloom/core/dtype.h"
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
+#include "qloom/export/algo_config_file.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
@@ -236,29 +237,14 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   req.exclude_layers = o.exclude_layers;
   const quant::Selection sel = quant::select_layers(linears, req);
   check_supported(o);
-  // --quant_algo: the stages of the layer-by-layer pipeline (unknown or
-  // unimplemented names fail here, before anything is written).
-  std::vector<std::unique_ptr<quant::AlgorithmStage>> stages;
-  const std::vector<std::string> algos =
-      o.quant_algo.empty() ? std::vector<std::string>{} : quant::split_quant_algo(o.quant_algo);
-  for (const auto& [name, text] : o.algo_configs)
-    if (std::find(algos.begin(), algos.end(), name) == algos.end())
-      throw Error(ErrorKind::kUsage, "", "algo_config." + name,
-                  "a config is given for '" + name + "', which --quant_algo does not run",
-                  "add it to --quant_algo or drop its config");
-  for (const auto& name : algos) {
-    nlohmann::json cfg = nullptr;
-    if (auto it = o.algo_configs.find(name); it != o.algo_configs.end()) {
-      try {
-        cfg = nlohmann::json::parse(it->second);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(ErrorKind::kUsage, "", "algo_config." + name, std::string("not valid JSON: ") + e.what(),
-                    "give a JSON object, e.g. {\"alpha\": 0.5}");
-      }
-    }
-    stages.push_back(quant::make_algorithm_stage(name, cfg, src.model_type()));
-  }
+  // --quant_algo: the stages of the layer-by-layer pipeline, configured from
+  // --quant_algo_config_file (unknown or unimplemented names and bad configs
+  // fail here, before anything is written).
+  std::vector<AlgoConfigFile> config_files;
+  std::vector<std::unique_ptr<quant::AlgorithmStage>> stages =
+      build_algorithm_stages(o, src.model_type(), &config_files);
   sum.warnings = sel.warnings;
+  for (const auto& f : config_files) sum.algo_config_files.push_back({f.algo, f.path.string(), f.sha256});
   sum.exclude = sel.exclude;
 
   std::map<std::string, quant::LayerQuantSpec> modules;
@@ -286,6 +272,8 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   eo.pack_order = order;
   QuarkExporter ex(src, o.output_dir, eo);
   const DType model_dtype = ex.model_dtype();
+  for (const auto& p : ex.swept_partials())
+    sum.warnings.push_back("removed " + p.string() + ", the staging directory of an earlier run that was killed");
 
   // Layers whose shape the Quark layout cannot hold (a group size that does
   // not divide in_features, int4 out_features not a multiple of 8): an error

@@ -42,9 +42,14 @@ struct QuantizeOptions {
   // {"alpha": 0.5}; "awq" -> {"n_grid": 10}); parsed strictly by the stage
   // (algorithm_registry.h). An entry for a name not in quant_algo is kUsage.
   std::map<std::string, std::string> algo_configs;
+  // --quant_algo_config_file ALGO FILE (repeatable; export/algo_config_file.h):
+  // (algorithm, path of a JSON file in Quark's form) pairs, in the order
+  // given. A name with a file may not also have an algo_configs entry.
+  std::vector<std::pair<std::string, std::string>> algo_config_files;
   // Calibration data (quant/calib_data.h): "" or "c4" = the bundled c4
   // sample; Quark's names (pileval, ...) need a local copy
-  // ($QLOOM_DATA_DIR/calibration/<name>.jsonl), else a kNotFound error.
+  // (datasets/calibration/<name>.jsonl in a data dir), else a kNotFound
+  // error; or a file. A sample is one document cut to seq_len tokens.
   std::string dataset;
   uint64_t num_calib_data = 512;
   uint64_t seq_len = 512;
@@ -80,6 +85,10 @@ struct QuantizeSummary {
   double seconds = 0;
   std::vector<std::string> warnings;
   std::vector<std::string> exclude;  // effective exclusions
+  struct ConfigFileUsed {
+    std::string algo, path, sha256;  // a --quant_algo_config_file read (sha256 of its bytes)
+  };
+  std::vector<ConfigFileUsed> algo_config_files;
   // Calibration (only when a scheme has static activation / KV scales).
   bool calibrated = false;
   std::string calib_source;

@@ -469,6 +469,10 @@ void QuarkExporter::finish(const nlohmann::ordered_json& quantization_config) {
 }
 
 DType QuarkExporter::model_dtype() const { return impl_->model_dtype; }
+
+std::vector<fs::path> QuarkExporter::swept_partials() const {
+  return impl_->dir ? impl_->dir->swept() : std::vector<fs::path>{};
+}
 const fs::path& QuarkExporter::out_dir() const { return impl_->out_dir; }
 std::vector<std::string> QuarkExporter::output_files() const { return impl_->files; }
 

@@ -142,6 +142,9 @@ class QuarkExporter {
   void finish(const nlohmann::ordered_json& quantization_config);
 
   DType model_dtype() const;
+  // Staging directories of earlier runs killed by SIGKILL that were swept
+  // from the output's parent (io::AtomicDir::swept()).
+  std::vector<std::filesystem::path> swept_partials() const;
   const std::filesystem::path& out_dir() const;
   // Files of the finished output, relative to out_dir, sorted (after finish()).
   std::vector<std::string> output_files() const;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/io/staging_cleanup.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -135,11 +136,13 @@ AtomicDir::AtomicDir(fs::path target, bool overwrite) : overwrite_(overwrite) {
 
   fs::create_directories(parent_, ec);
   if (ec) throw_errno(ec.value(), parent_.string(), "creating the output's parent directory", true);
+  swept_ = sweep_stale_partials(parent_);  // litter of earlier runs killed by SIGKILL
 
   for (int attempt = 0;; ++attempt) {
     fs::path cand = parent_ / hidden_name(target_, "partial");
     if (::mkdir(cand.c_str(), 0755) == 0) {
       staging_ = std::move(cand);
+      slot_ = register_staging_dir(staging_);  // removed on SIGINT / SIGTERM / SIGHUP
       break;
     }
     if (errno != EEXIST || attempt > 1000)
@@ -151,8 +154,10 @@ AtomicDir::AtomicDir(AtomicDir&& other) noexcept
     : target_(std::move(other.target_)),
       parent_(std::move(other.parent_)),
       staging_(std::exchange(other.staging_, {})),
+      swept_(std::move(other.swept_)),
       overwrite_(other.overwrite_),
-      committed_(other.committed_) {}
+      committed_(other.committed_),
+      slot_(std::exchange(other.slot_, -1)) {}
 
 AtomicDir& AtomicDir::operator=(AtomicDir&& other) noexcept {
   if (this != &other) {
@@ -160,8 +165,10 @@ AtomicDir& AtomicDir::operator=(AtomicDir&& other) noexcept {
     target_ = std::move(other.target_);
     parent_ = std::move(other.parent_);
     staging_ = std::exchange(other.staging_, {});
+    swept_ = std::move(other.swept_);
     overwrite_ = other.overwrite_;
     committed_ = other.committed_;
+    slot_ = std::exchange(other.slot_, -1);
   }
   return *this;
 }
@@ -173,6 +180,7 @@ void AtomicDir::discard() noexcept {
     std::error_code ec;
     fs::remove_all(staging_, ec);
   }
+  unregister_staging_dir(std::exchange(slot_, -1));
   staging_.clear();
 }
 
@@ -228,6 +236,9 @@ void AtomicDir::commit() {
     }
   }
   committed_ = true;
+  // After the rename the recorded path is gone, or (exchange) holds the old
+  // target, which is trash anyway: a signal until here removes nothing needed.
+  unregister_staging_dir(std::exchange(slot_, -1));
   staging_.clear();
   fsync_path(parent_);
   if (!trash.empty()) fs::remove_all(trash, ec);  // best effort: the new target is in place

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace qloom::io {
 
@@ -15,9 +16,12 @@ namespace qloom::io {
 //   out.commit();   // fsync everything, rename staging -> target
 //
 // Destroying an AtomicDir that was not committed removes the staging
-// directory (best effort). If the process dies first, the staging directory
-// stays behind under its hidden name ".<target>.qloom-partial-<pid>-<n>"; it
-// never looks like a finished model and qloom never deletes it on its own.
+// directory (best effort). SIGINT / SIGTERM / SIGHUP remove it too
+// (io/staging_cleanup.h). If the process dies otherwise (SIGKILL, a crash),
+// the staging directory stays behind under its hidden name
+// ".<target>.qloom-partial-<pid>-<n>" — it never looks like a finished
+// model — until the next AtomicDir in the same parent directory sweeps the
+// staging directories of dead pids (swept()).
 class AtomicDir {
  public:
   // Refuses (kUsage, naming target) when `target` exists and !overwrite, or
@@ -34,6 +38,8 @@ class AtomicDir {
   const std::filesystem::path& staging() const { return staging_; }
   const std::filesystem::path& target() const { return target_; }
   bool committed() const { return committed_; }
+  // Stale staging directories of dead processes the constructor removed.
+  const std::vector<std::filesystem::path>& swept() const { return swept_; }
 
   // fsyncs every regular file and directory under staging, then renames
   // staging to target (without overwrite the rename refuses to replace a
@@ -49,8 +55,10 @@ class AtomicDir {
   std::filesystem::path target_;
   std::filesystem::path parent_;
   std::filesystem::path staging_;
+  std::vector<std::filesystem::path> swept_;
   bool overwrite_ = false;
   bool committed_ = false;
+  int slot_ = -1;  // staging_cleanup.h registration
 };
 
 // Writes `content` to `p` atomically: a hidden temporary file beside it,

@@ -52,76 +52,69 @@ std::vector<std::string> jsonl_texts(const fs::path& p) {
 
 }  // namespace
 
+namespace {
+
+// The file of a Quark data set name (pileval, wikitext, ...): a local jsonl
+// copy, or an error naming every place looked.
+fs::path named_set_file(const std::string& name) {
+  const std::string rel = "datasets/calibration/" + name + ".jsonl";
+  if (auto p = io::find_bundled_data(rel)) return *p;
+  std::vector<fs::path> tried = io::bundled_data_candidates(rel);
+  const char* env = std::getenv("QLOOM_DATA_DIR");
+  const fs::path legacy = fs::path(env != nullptr && *env != '\0' ? env : "$QLOOM_DATA_DIR") / "calibration" /
+                          (name + ".jsonl");
+  std::error_code ec;
+  if (env != nullptr && *env != '\0' && fs::is_regular_file(legacy, ec)) return legacy;
+  tried.push_back(legacy);
+  std::string list;
+  for (const auto& t : tried) {
+    if (!list.empty()) list += ", ";
+    list += t.string();
+  }
+  throw Error(ErrorKind::kNotFound, legacy.string(), "--dataset",
+              "calibration data set '" + name + "' is not bundled with qloom and no local copy was found (looked in: " +
+                  list + ")",
+              "put a copy at one of those paths (one {\"text\": ...} object per line), pass --dataset "
+              "FILE.jsonl|FILE.txt, or omit --dataset (or pass c4) for the bundled c4 sample");
+}
+
+fs::path dataset_file(const std::string& d) {
+  std::error_code ec;
+  if (d.empty() || d == "default" || d == "c4")
+    return io::require_bundled_data(kDefaultSample, "the bundled c4 calibration sample");
+  if (fs::is_regular_file(d, ec)) return d;
+  if (d.find('/') == std::string::npos && d.find('.') == std::string::npos) return named_set_file(d);
+  throw Error(ErrorKind::kNotFound, d, "--dataset", "no such calibration data file",
+              "pass an existing .jsonl / .txt file, or omit --dataset for the bundled sample");
+}
+
+}  // namespace
+
+std::vector<std::string> calibration_documents(const fs::path& file) {
+  if (file.extension() == ".jsonl") return jsonl_texts(file);
+  return split_lines(io::read_text_file(file));
+}
+
 CalibrationData load_calibration_data(const fs::path& model_dir, const CalibrationRequest& req) {
   if (req.num_samples == 0) throw Error(ErrorKind::kUsage, "", "--num_calib_data", "must be at least 1");
   if (req.seq_len == 0) throw Error(ErrorKind::kUsage, "", "--seq_len", "must be at least 1");
   CalibrationData out;
-  fs::path file;
-  bool lines_are_documents = false;
-  const std::string& d = req.dataset;
-  std::error_code ec;
-  if (d.empty() || d == "default") {
-    file = io::require_bundled_data(kDefaultSample, "the default calibration sample");
-    lines_are_documents = true;
-  } else if (fs::is_regular_file(d, ec)) {
-    file = d;
-  } else if (d == "c4") {
-    // The bundled sample is a slice of c4 (exllamav2's standard calibration text).
-    file = io::require_bundled_data(kDefaultSample, "the c4 calibration sample");
-    lines_are_documents = true;
-  } else if (d.find('/') == std::string::npos && d.find('.') == std::string::npos) {
-    // A Quark data set name (pileval, wikitext, ...): a local jsonl copy, or an
-    // error naming where it was looked for.
-    std::string rel = "calibration/";
-    rel += d;
-    rel += ".jsonl";
-    const char* env = std::getenv("QLOOM_DATA_DIR");
-    const fs::path local = fs::path(env != nullptr && *env != '\0' ? env : "$QLOOM_DATA_DIR") / rel;
-    if (env != nullptr && *env != '\0' && fs::is_regular_file(local, ec)) {
-      file = local;
-    } else {
-      std::string msg = "calibration data set '";
-      msg += d;
-      msg += "' is not bundled with qloom and no local copy was found at ";
-      msg += local.string();
-      throw Error(ErrorKind::kNotFound, local.string(), "--dataset", msg,
-                  "put a copy there (one {\"text\": ...} object per line), pass --dataset FILE.jsonl|FILE.txt, "
-                  "or omit --dataset (or pass c4) for the bundled c4 sample");
-    }
-  } else {
-    throw Error(ErrorKind::kNotFound, d, "--dataset", "no such calibration data file",
-                "pass an existing .jsonl / .txt file, or omit --dataset for the bundled sample");
-  }
+  const fs::path file = dataset_file(req.dataset);
   out.source = file.string();
-
   const engine::Tokenizer tok = engine::Tokenizer::load(model_dir);
-  std::vector<std::string> docs;
-  if (file.extension() == ".jsonl") docs = jsonl_texts(file);
-  else if (lines_are_documents) docs = split_lines(io::read_text_file(file));
-  else docs.push_back(io::read_text_file(file));
-
-  if (docs.size() == 1) {
-    // One long document: consecutive windows of seq_len tokens.
-    const std::vector<int32_t> ids = tok.encode(docs[0], true);
-    for (size_t pos = 0; pos < ids.size() && out.samples.size() < req.num_samples; pos += req.seq_len) {
-      const size_t end = std::min(ids.size(), pos + static_cast<size_t>(req.seq_len));
-      out.samples.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(pos), ids.begin() + static_cast<std::ptrdiff_t>(end));
-    }
-  } else {
-    for (const std::string& doc : docs) {
-      if (out.samples.size() >= req.num_samples) break;
-      std::vector<int32_t> ids = tok.encode(doc, true);
-      if (ids.empty()) continue;
-      if (ids.size() > req.seq_len) ids.resize(req.seq_len);
-      out.samples.push_back(std::move(ids));
-    }
+  for (const std::string& doc : calibration_documents(file)) {
+    if (out.samples.size() >= req.num_samples) break;
+    std::vector<int32_t> ids = tok.encode(doc, true);
+    if (ids.empty()) continue;
+    if (ids.size() > req.seq_len) ids.resize(req.seq_len);
+    out.samples.push_back(std::move(ids));
   }
   if (out.samples.empty())
     throw Error(ErrorKind::kInvalidInput, out.source, "", "the calibration data set holds no text", "pass another --dataset");
   for (const auto& s : out.samples) out.tokens += s.size();
   if (out.samples.size() < req.num_samples)
-    out.notes.push_back("asked for " + std::to_string(req.num_samples) + " calibration samples; the data set gave " +
-                        std::to_string(out.samples.size()));
+    out.notes.push_back("asked for " + std::to_string(req.num_samples) + " calibration samples; the data set has " +
+                        std::to_string(out.samples.size()) + " non-blank documents (a sample is one document)");
   return out;
 }
 
