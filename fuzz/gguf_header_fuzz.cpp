@@ -46,7 +46,7 @@ void check_invariants(const qloom::io::GgufHeader& h, size_t size) {
 void dequantize_all(const qloom::io::GgufHeader& h, std::span<const std::byte> bytes) {
   using namespace qloom::io;
   for (const auto& t : h.tensors) {
-    if (!ggml_type_info(t.type).can_dequantize) continue;
+    if (!ggml_type_info(t.type).can_dequantize || t.nbytes == 0) continue;
     std::vector<float> out(static_cast<size_t>(t.numel()));
     gguf_dequantize(t.type, bytes.subspan(h.data_offset + t.offset, t.nbytes), out);
   }

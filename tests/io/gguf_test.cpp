@@ -483,3 +483,21 @@ TEST(GgufRealModel, SmolLM2Q4_1Header) {
 }
 
 }  // namespace
+
+namespace {
+
+// An empty tensor in a file that ends before its data section: no bytes, no
+// out-of-range view.
+TEST(GgufFileOpen, EmptyTensorPastTheEnd) {
+  GgufBuilder b;
+  b.tensor("e", {0, 32}, GgmlType::kQ4_0);
+  std::vector<uint8_t> raw = b.build();
+  raw.resize(24 + 8 + 1 + 4 + 16 + 4 + 8);  // up to the end of the tensor info
+  qloom::test::TempDir dir("gguf");
+  const GgufFile f = GgufFile::open(dir.write("e.gguf", raw));
+  EXPECT_GT(f.header().data_offset, raw.size());
+  EXPECT_EQ(f.header().data_size, 0u);
+  EXPECT_TRUE(f.tensor_bytes(f.tensors()[0]).empty());
+}
+
+}  // namespace

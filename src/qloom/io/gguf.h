@@ -11,7 +11,11 @@
 // `general.alignment` (default 32); then the data section. A gguf string is a
 // uint64 byte length followed by that many bytes (UTF-8, no terminator).
 // Each tensor's offset is a multiple of the alignment and its bytes lie inside
-// the data section; tensors do not overlap.
+// the data section; tensors do not overlap (gaps and trailing bytes are
+// allowed, as ggml pads). Metadata keys and tensor names are non-empty, valid
+// UTF-8 and unique; string values are kept as their bytes, unchecked. Every
+// ne[i] and their product are below 2^63 (ggml's ne is int64). A file whose
+// tensors hold no bytes may end before its data section.
 #pragma once
 
 #include <cstdint>
