@@ -16,6 +16,7 @@
 #include "qloom/io/gguf.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/model/gguf_convert.h"
+#include "real/real_model.h"
 #include "support/temp_dir.h"
 
 namespace qloom {
@@ -41,9 +42,7 @@ json read_json(const fs::path& p) { return json::parse(test::read_file(p)); }
 class RealGguf : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* p = std::getenv("QLOOM_REAL_GGUF");
-    ASSERT_TRUE(p && *p) << "QLOOM_REAL_GGUF is not set: run the real tier through ctest (label real)";
-    gguf_ = p;
+    gguf_ = test::real_gguf();
     ASSERT_TRUE(fs::exists(gguf_)) << gguf_;
   }
   fs::path gguf_;

@@ -19,16 +19,15 @@
 
 namespace qloom::test {
 
-// The converted model; an unset variable is a failure (the tier exists only
-// when scripts/setup fetched the model), never a silent skip.
-inline std::filesystem::path real_model_dir() {
-  const char* d = std::getenv("QLOOM_REAL_MODEL_DIR");
-  if (!d || !*d) {
-    ADD_FAILURE() << "QLOOM_REAL_MODEL_DIR is not set: run the real tier through ctest (label real)";
-    return {};
-  }
-  return d;
+// The converted model (the real.convert fixture writes it) and the GGUF it
+// came from: the build's paths, or the environment variables of the same
+// names (to point the tier at another copy).
+inline std::filesystem::path real_path(const char* env, const char* built) {
+  const char* d = std::getenv(env);
+  return d && *d ? d : built;
 }
+inline std::filesystem::path real_model_dir() { return real_path("QLOOM_REAL_MODEL_DIR", QLOOM_REAL_MODEL_DIR); }
+inline std::filesystem::path real_gguf() { return real_path("QLOOM_REAL_GGUF", QLOOM_REAL_GGUF); }
 
 inline std::filesystem::path real_data_dir() {
   return std::filesystem::path(QLOOM_TEST_DATA_DIR) / "real";
