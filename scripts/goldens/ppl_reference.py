@@ -3,8 +3,8 @@
 
 Computes the perplexity of models/stories260K-hf-bf16 on the bundled
 data/datasets/tinystories/TinyStories-valid-first1000.txt with HuggingFace
-transformers (AutoModelForCausalLM in float32 on the CPU, the HF fast
-tokenizer from tokenizer.json), using the same windows as qloom:
+transformers (AutoModelForCausalLM in float32 on the CPU, ids from HF
+`tokenizers` on tokenizer.json), using the same windows as qloom:
 
   quark    : tokenizer(text) once (BOS added by the tokenizer), windows of
              seq_len = min(2048, max_position_embeddings) = 512 tokens,
@@ -20,7 +20,20 @@ as llama-perplexity prints it. Results for the first `limit` windows (the
 test runs qloom with the same --limit) and for all windows go to
 tests/data/eval/demo_ppl_reference.json.
 
-Run: /tmp/qenv/bin/python scripts/goldens/ppl_reference.py   (torch CPU, 2 threads)
+"wikitext2" adds the bundled data/datasets/wikitext-2-raw/wiki.test.raw read
+as Quark does, "\n\n".join(load_dataset("wikitext", "wikitext-2-raw-v1",
+split="test")["text"]): the rows are the file's lines with their "\n",
+whitespace-only lines as "" (what the datasets builder yields), quark
+windows, the first WIKI_LIMIT of them. Its ids come from the HF `tokenizers`
+library on the demo model's tokenizer.json (what transformers 4.x's
+LlamaTokenizerFast runs); transformers 5's AutoTokenizer rebuilds the Llama
+pipeline from the vocabulary and drops tokenizer.json's normalizer (Strip +
+" {2,}" -> " "), so its ids differ; its ppl is recorded beside, for
+information ("autotokenizer_ppl"). scripts/goldens/wikitext_ids.py writes
+the sha256 of the ids themselves.
+
+Run: /tmp/heavy/bin/python scripts/goldens/ppl_reference.py   (torch CPU, 2 threads;
+transformers 5.24 + tokenizers 0.23 here; 4.57 gave the same TinyStories numbers)
 """
 import json
 import math
@@ -35,7 +48,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "stories260K-hf-bf16"
 DATA = ROOT / "data" / "datasets" / "tinystories" / "TinyStories-valid-first1000.txt"
 OUT = ROOT / "tests" / "data" / "eval" / "demo_ppl_reference.json"
+WIKI = ROOT / "data" / "datasets" / "wikitext-2-raw" / "wiki.test.raw"
 LIMITS = (8,)
+WIKI_LIMIT = 40
+
+
+def wikitext_joined(path):
+    """The HF rows of wiki.test.raw joined by "\n\n" (see the docstring)."""
+    with open(path, encoding="utf-8") as f:
+        rows = [line if line.strip() else "" for line in f]
+    return "\n\n".join(rows)
 
 
 def stats(nlls):
@@ -61,18 +83,45 @@ def window_nlls(model, tokens, begin, length, first_target, bos):
     return (-rows.gather(1, targets.unsqueeze(1)).squeeze(1)).tolist()
 
 
+def wikitext_entry(model, auto_tok):
+    from tokenizers import Tokenizer
+    text = wikitext_joined(WIKI)
+    fast = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    entry = {"dataset": "data/datasets/wikitext-2-raw/wiki.test.raw (HF rows joined by \\n\\n)",
+             "tokenizer": "tokenizers " + __import__("tokenizers").__version__ + " on tokenizer.json",
+             "seq_len": 512, "limit": WIKI_LIMIT}
+    for key, ids in (("ppl", fast.encode(text).ids), ("autotokenizer_ppl", auto_tok(text)["input_ids"])):
+        tokens = torch.tensor(ids, dtype=torch.long)
+        nlls = []
+        for i in range(WIKI_LIMIT):
+            nlls += window_nlls(model, tokens, i * 512, 512, 1, None)
+        st = stats(nlls)
+        if key == "ppl":
+            entry.update(n_tokens=len(ids), tokens_scored=st["tokens_scored"], ppl=st["ppl"],
+                         ppl_stderr=st["ppl_stderr"])
+        else:
+            entry[key] = st["ppl"]
+            entry["autotokenizer_n_tokens"] = len(ids)
+    print("wikitext2", json.dumps(entry), file=sys.stderr)
+    return entry
+
+
 def main():
     torch.set_num_threads(2)
     tok = AutoTokenizer.from_pretrained(MODEL)
     model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=torch.float32).eval()
     text = DATA.read_text(encoding="utf-8")
-    tokens = torch.tensor(tok(text)["input_ids"], dtype=torch.long)
+    # tokenizer.json through HF tokenizers (= transformers 4.x's fast tokenizer;
+    # transformers 5's AutoTokenizer drops this tokenizer.json's normalizer).
+    from tokenizers import Tokenizer
+    fast = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tokens = torch.tensor(fast.encode(text).ids, dtype=torch.long)
     n_tokens = tokens.numel()
     max_pos = model.config.max_position_embeddings
     result = {
         "how": "scripts/goldens/ppl_reference.py: HF transformers "
                f"{transformers.__version__} AutoModelForCausalLM float32 CPU, torch {torch.__version__}, "
-               "HF fast tokenizer; see the script docstring for the windows",
+               "HF tokenizers on tokenizer.json; see the script docstring for the windows",
         "model": "models/stories260K-hf-bf16",
         "dataset": "data/datasets/tinystories/TinyStories-valid-first1000.txt",
         "n_tokens": n_tokens,
@@ -80,6 +129,7 @@ def main():
         "first_tokens": tokens[:16].tolist(),
         "protocols": {},
     }
+    result["wikitext2"] = wikitext_entry(model, tok)
     for proto in ("quark", "llamacpp"):
         seq_len = min(2048, max_pos) if proto == "quark" else min(512, max_pos)
         n_win = n_tokens // seq_len

@@ -204,7 +204,7 @@ TEST(EngineErrors, UnsupportedRopeScalingIsNamed) {
   cfg["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0}}, {"long_factor", {1.0}}};
   Error e = test::catch_error([&] { ModelConfig::parse(cfg); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-  EXPECT_EQ(e.item(), "rope_scaling");
+  EXPECT_EQ(e.item(), "rope_scaling.type");
   EXPECT_NE(e.message().find("longrope"), std::string::npos);
 }
 

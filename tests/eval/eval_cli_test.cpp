@@ -89,6 +89,19 @@ TEST(EvalE2E, DemoPplMatchesTransformersQuark) {
   EXPECT_NE(run_.out.find("| Task"), std::string::npos) << run_.out;
 }
 
+// Quark's wikitext-2 protocol (issue 12 item 3): the "\n\n"-joined rows, 512-token
+// windows, the first 40; transformers' model on the ids of HF tokenizers.
+TEST(EvalE2E, DemoWikitextPplMatchesTransformers) {
+  RUN_EVAL_JSON(j, kDemo, "--task", "ppl", "--dataset", "wikitext2", "--seq-len", "512", "--limit", "40",
+                "--threads", "2");
+  const nlohmann::json ref = reference()["wikitext2"];
+  ASSERT_TRUE(ref.is_object()) << "demo_ppl_reference.json lacks wikitext2";
+  EXPECT_EQ(j["windows"], 40);
+  EXPECT_EQ(j["tokens_scored"], ref["tokens_scored"]);
+  const double want = ref["ppl"].get<double>();
+  EXPECT_NEAR(j["ppl"].get<double>() / want, 1.0, 1e-4) << j["ppl"] << " vs transformers " << want;
+}
+
 TEST(EvalE2E, DemoPplMatchesTransformersLlamaCpp) {
   RUN_EVAL_JSON(j, kDemo, "--task", "ppl", "--dataset", kStories, "--protocol", "llamacpp",
                 "--limit", "8", "--threads", "2");

@@ -26,6 +26,7 @@
 #include "qloom/export/quantize_args.h"
 #include "qloom/export/quantize_job.h"
 #include "qloom/io/hub.h"
+#include "qloom/io/model_dir.h"
 #include "qloom/io/hub_error.h"
 #include "qloom/model/gguf_convert.h"
 #include "qloom/validate/numeric_check.h"
@@ -44,6 +45,24 @@ struct StopAttempt {
   std::string reason;
   std::optional<FixHypothesis> fix;
 };
+
+// Size fields of config.json against the safetensors headers present
+// (io/config_sizes.h; headers only, never tensor data), before the analysis
+// derives layers from them: a config claiming more layers than the weights
+// hold cannot be loaded, whatever the plan.
+void check_sizes_against_weights(const fs::path& dir) {
+  try {
+    const io::ModelDir d = io::ModelDir::open(dir);
+    if (!d.weight_files().empty()) (void)d.weights();
+  } catch (const Error& e) {
+    // Only the size check's own error (io/config_sizes.h: "config.json <field> = ...").
+    if (e.kind() == ErrorKind::kInvalidInput && e.message().rfind("config.json ", 0) == 0)
+      throw StopAttempt{"exec_model_load_failed", "the model's config.json does not match its weights: " + e.message(), {}};
+    // Other problems with the weights are found (and classified) where they are read.
+  }
+}
+
+
 
 // Thrown by a checkpoint answer that changes the intent: restart from a phase.
 struct Restart {
@@ -284,6 +303,7 @@ class AttemptRunner {
   template <class Analyze>
   void finish_intake(Analyze analyze) {
     if (environment_.is_null()) environment_ = collect_environment_json();
+    check_sizes_against_weights(config_dir_);
     for (int tries = 0;; ++tries) {
       try {
         analysis_ = analyze();

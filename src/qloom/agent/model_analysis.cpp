@@ -422,8 +422,34 @@ uint64_t dtype_bytes(const std::string& dt) {
   return 2;  // bfloat16, float16, unknown
 }
 
-// Rope types the engine implements (engine/model_config.cpp parse_rope).
+// Rope types the engine implements (engine/rope_config.cpp).
 bool engine_rope_type(const std::string& t) { return t == "default" || t == "linear" || t == "llama3"; }
+
+// The engine's error item names a RoPE field: "rope_scaling[.x]" (4.x form) or
+// "rope_parameters[.layer_type][.x]" (5.x form).
+bool rope_item(const std::string& item) {
+  return item.rfind("rope_scaling", 0) == 0 || item.rfind("rope_parameters", 0) == 0;
+}
+
+std::string rope_dict_type(const json& d) {
+  auto t = d.find("rope_type");
+  if (t == d.end() || t->is_null()) t = d.find("type");
+  return (t != d.end() && t->is_string()) ? t->get<std::string>() : std::string("default");
+}
+
+// rope_parameters, flat or per layer type: the first type qloom's engine
+// lacks, else the full-attention (or only) type.
+std::string rope_parameters_type(const json& p) {
+  if (!p.contains("full_attention") && !p.contains("sliding_attention")) return rope_dict_type(p);
+  std::string first;
+  for (const char* lt : {"full_attention", "sliding_attention"}) {
+    if (!p.contains(lt) || !p[lt].is_object()) continue;
+    const std::string t = rope_dict_type(p[lt]);
+    if (!engine_rope_type(t)) return t;
+    if (first.empty()) first = t;
+  }
+  return first.empty() ? "default" : first;
+}
 
 // Model types whose experts are fused 3-D parameters rather than nn.Linear
 // modules in transformers (Quark needs its MoE preparation for them).
@@ -532,9 +558,10 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
   }
   // A supported type that fails only on its RoPE scaling still has the
   // engine's layout: take the shapes from a parse without rope_scaling.
-  if (!mc && engine_type && engine_item == "rope_scaling") {
+  if (!mc && engine_type && rope_item(engine_item)) {
     json no_rope = config;
     no_rope.erase("rope_scaling");
+    no_rope.erase("rope_parameters");
     try {
       mc = engine::ModelConfig::parse(no_rope, config_file);
     } catch (const Error&) {
@@ -581,9 +608,11 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
   std::optional<std::string> rope_type;
   if (const json* rs = f.find("rope_scaling")) {
     if (!rs->is_object()) f.bad("rope_scaling", "must be an object or null");
-    auto t = rs->find("rope_type");
-    if (t == rs->end() || t->is_null()) t = rs->find("type");
-    rope_type = (t != rs->end() && t->is_string()) ? t->get<std::string>() : std::string("default");
+    rope_type = rope_dict_type(*rs);
+  }
+  if (const json* rp = f.find("rope_parameters"); rp && !rope_type) {  // transformers 5
+    if (!rp->is_object()) f.bad("rope_parameters", "must be an object or null");
+    rope_type = rope_parameters_type(*rp);
   }
 
   // quantization_config.
@@ -619,7 +648,7 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
                          "evaluation are unavailable",
                      "use a weight-only scheme without an algorithm (RTN: int4_wo_*, uint4_wo_*, ptpc_fp8, "
                      "mxfp4_weight_only), or a supported architecture"});
-  if (engine_type && !engine_ok && engine_item != "rope_scaling")
+  if (engine_type && !engine_ok && !rope_item(engine_item))
     risks.push_back({"engine_config_unsupported", "high",
                      "qloom's engine cannot run this config: " + engine_detail,
                      "use a weight-only RTN scheme, or fix / replace the config"});

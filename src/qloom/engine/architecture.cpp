@@ -54,7 +54,7 @@ const std::array<Architecture, 11>& table() {
     Architecture qwen2_moe = qwen2;
     qwen2_moe.model_type = "qwen2_moe";
     qwen2_moe.moe = MoeKind::kQwen2Moe;
-    qwen2_moe.honors_layer_types = false;
+    qwen2_moe.honors_layer_types = true;  // transformers 5 writes layer_types; 4.x configs lack it
     Architecture qwen3_moe = make("qwen3_moe");
     qwen3_moe.moe = MoeKind::kQwen3Moe;
     qwen3_moe.qk_norm = true;

@@ -146,6 +146,9 @@ std::unique_ptr<LayerRunner> LayerRunner::open(const std::filesystem::path& mode
                                                const WeightSource* weights) {
   const std::string label = (model_dir / "config.json").string();
   auto dir = std::make_unique<io::ModelDir>(io::ModelDir::open(model_dir));
+  // Size fields against the tensors present (io/config_sizes.h) before
+  // anything is sized by them.
+  if (!dir->weight_files().empty()) (void)dir->weights();
   ModelConfig config = ModelConfig::parse(dir->config(), label);
   const Architecture* arch = find_architecture(config.model_type);
   if (!arch) throw Error(ErrorKind::kInternal, label, "model_type", "architecture table out of sync");

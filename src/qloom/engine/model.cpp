@@ -95,6 +95,9 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& model_dir, const
                                    const WeightSource* weights) {
   io::ModelDir dir = io::ModelDir::open(model_dir);
   const std::string label = (model_dir / "config.json").string();
+  // Size fields against the tensors present (io/config_sizes.h) before
+  // anything is sized by them.
+  if (!dir.weight_files().empty()) (void)dir.weights();
   ModelConfig config = ModelConfig::parse(dir.config(), label);
   const Architecture* arch = find_architecture(config.model_type);
   if (!arch) throw Error(ErrorKind::kInternal, label, "model_type", "architecture table out of sync");

@@ -1,4 +1,5 @@
 #include "qloom/io/model_dir.h"
+#include "qloom/io/config_sizes.h"
 
 
 #include <algorithm>
@@ -154,8 +155,13 @@ const std::optional<nlohmann::json>& ModelDir::generation_config() const {
 
 const WeightIndex& ModelDir::weights() const {
   std::lock_guard<std::mutex> lock(impl_->weights_mu);
-  if (!impl_->weights)
-    impl_->weights = std::make_unique<WeightIndex>(WeightIndex::open(impl_->dir));
+  if (!impl_->weights) {
+    auto w = std::make_unique<WeightIndex>(WeightIndex::open(impl_->dir));
+    // Size fields against the tensors, before any caller loops over them;
+    // a mismatch throws here on every call (the index is not kept).
+    check_config_sizes(impl_->config, *w, (impl_->dir / "config.json").string());
+    impl_->weights = std::move(w);
+  }
   return *impl_->weights;
 }
 
