@@ -83,8 +83,8 @@ void BM_GptqQuantize(benchmark::State& state) {
   }
 }
 
-BENCHMARK(BM_Hessian)->Arg(2048)->Arg(8192)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
-BENCHMARK(BM_CholeskyInverse)->Arg(2048)->Arg(8192)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
-BENCHMARK(BM_GptqQuantize)->Arg(2048)->Arg(8192)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_Hessian)->Arg(2048)->Arg(4096)->Arg(8192)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_CholeskyInverse)->Arg(2048)->Arg(4096)->Arg(8192)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_GptqQuantize)->Arg(2048)->Arg(4096)->Arg(8192)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace

@@ -18,15 +18,15 @@ namespace {
 thread_local int t_override = -1;
 
 template <class T, bool Sub>
-void scalar_micro(int64_t kc, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t ldb, T* c, int64_t ldc) {
+void scalar_micro(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc) {
   constexpr int MR = 4, NR = 4;
   T acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = c[i * ldc + j];
   for (int64_t k = 0; k < kc; ++k)
     for (int i = 0; i < MR; ++i) {
-      const T av = Sub ? -a[i * rsa + k * csa] : a[i * rsa + k * csa];
-      for (int j = 0; j < NR; ++j) acc[i][j] = std::fma(av, b[k * ldb + j], acc[i][j]);
+      const T av = Sub ? -ap[k * MR + i] : ap[k * MR + i];
+      for (int j = 0; j < NR; ++j) acc[i][j] = std::fma(av, bp[k * NR + j], acc[i][j]);
     }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
@@ -38,8 +38,15 @@ void scalar_axpy(int64_t n, T alpha, const T* x, T* y) {
 }
 
 template <class T>
+void scalar_pack(int64_t kc, const T* b, int64_t ldb, T* dst) {
+  for (int64_t k = 0; k < kc; ++k)
+    for (int j = 0; j < 4; ++j) dst[k * 4 + j] = b[k * ldb + j];
+}
+
+template <class T>
 const ChainKernels<T>* scalar_set() {
-  static const ChainKernels<T> set{"scalar", 4, 4, scalar_micro<T, false>, scalar_micro<T, true>, scalar_axpy<T>};
+  static const ChainKernels<T> set{"scalar",          4, 4, scalar_micro<T, false>, scalar_micro<T, true>,
+                                   scalar_axpy<T>, scalar_pack<T>};
   return &set;
 }
 
@@ -83,9 +90,7 @@ const ChainKernels<T>* kernels() {
 enum class Mask { kAll, kLower /* j <= i */, kUpper /* j >= i */ };
 
 // C[i, j] = chain over k of ±A[i, k] · B[k, j], A[i, k] = a[i*rsa + k*csa],
-// B[k, j] = b[k*ldb + j]. b_lower: B[k, j] == 0 for k < j, so the chains of
-// a column panel starting at j0 begin at k = j0 (the skipped terms are
-// fma(x, 0, +0) = +0 of chains that start at +0: nothing changes).
+// B[k, j] = b[k*ldb + j].
 template <class T>
 struct Job {
   int64_t m = 0, n = 0, K = 0;
@@ -97,7 +102,6 @@ struct Job {
   int64_t ldc = 0;
   bool sub = false;
   Mask mask = Mask::kAll;
-  bool b_lower = false;
 };
 
 constexpr int64_t kKC = 256;      // k slice per pass over a tile
@@ -116,56 +120,75 @@ bool all_kept(Mask m, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
 
 template <class T>
 struct Scratch {
-  std::vector<T> a, b, c;
+  std::vector<T> c, apack, bpack;
 };
 
-// One register tile at (i0, j0), the k slice [k0, k1). Edge tiles and tiles
-// the mask cuts run on zero-padded copies; only kept elements are stored.
+// One register tile at (i0, j0) over a k slice of kc: ap / bp are the tile's
+// packed rows of A ([k][MR]) and columns of B ([k][NR]), zero-padded. Edge
+// tiles and tiles the mask cuts run on a copy of C; only kept elements are
+// stored.
 template <class T>
-void tile(const Job<T>& g, const ChainKernels<T>& ks, int64_t i0, int64_t j0, int64_t k0, int64_t k1,
+void tile(const Job<T>& g, const ChainKernels<T>& ks, int64_t i0, int64_t j0, int64_t kc, const T* ap, const T* bp,
           Scratch<T>& s) {
   const int64_t MR = ks.mr, NR = ks.nr, mr = std::min(MR, g.m - i0), nr = std::min(NR, g.n - j0);
-  if (g.b_lower) k0 = std::max(k0, j0);
-  if (k0 >= k1 || !any_kept(g.mask, i0, i0 + mr, j0, j0 + nr)) return;
+  if (!any_kept(g.mask, i0, i0 + mr, j0, j0 + nr)) return;
   auto micro = g.sub ? ks.micro_sub : ks.micro_add;
-  const int64_t kc = k1 - k0;
-  const T* a = g.a + i0 * g.rsa + k0 * g.csa;
-  const T* b = g.b + k0 * g.ldb + j0;
   T* c = g.c + i0 * g.ldc + j0;
   if (mr == MR && nr == NR && all_kept(g.mask, i0, i0 + mr, j0, j0 + nr)) {
-    micro(kc, a, g.rsa, g.csa, b, g.ldb, c, g.ldc);
+    micro(kc, ap, bp, c, g.ldc);
     return;
-  }
-  int64_t rsa = g.rsa, csa = g.csa, ldb = g.ldb;
-  if (mr < MR) {
-    s.a.assign(static_cast<size_t>(MR * kc), T(0));
-    for (int64_t i = 0; i < mr; ++i)
-      for (int64_t k = 0; k < kc; ++k) s.a[static_cast<size_t>(i * kc + k)] = a[i * g.rsa + k * g.csa];
-    a = s.a.data(), rsa = kc, csa = 1;
-  }
-  if (nr < NR) {
-    s.b.assign(static_cast<size_t>(kc * NR), T(0));
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t j = 0; j < nr; ++j) s.b[static_cast<size_t>(k * NR + j)] = b[k * g.ldb + j];
-    b = s.b.data(), ldb = NR;
   }
   s.c.assign(static_cast<size_t>(MR * NR), T(0));
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nr; ++j) s.c[static_cast<size_t>(i * NR + j)] = c[i * g.ldc + j];
-  micro(kc, a, rsa, csa, b, ldb, s.c.data(), NR);
+  micro(kc, ap, bp, s.c.data(), NR);
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nr; ++j)
       if (kept(g.mask, i0 + i, j0 + j)) c[i * g.ldc + j] = s.c[static_cast<size_t>(i * NR + j)];
 }
 
+// B[k0:k1, c0:c1) into panels of NR columns, [panel][k - k0][NR], zero-padded.
+template <class T>
+void pack_b(const Job<T>& g, const ChainKernels<T>& ks, int64_t k0, int64_t k1, int64_t c0, int64_t c1,
+            std::vector<T>& out) {
+  const int64_t NR = ks.nr, kc = k1 - k0, panels = (c1 - c0 + NR - 1) / NR;
+  out.resize(static_cast<size_t>(panels * kc * NR));
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t j0 = c0 + p * NR, nr = std::min(NR, c1 - j0);
+    T* dst = out.data() + p * kc * NR;
+    if (nr == NR) {
+      ks.pack(kc, g.b + k0 * g.ldb + j0, g.ldb, dst);
+      continue;
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+      const T* src = g.b + (k0 + k) * g.ldb + j0;
+      for (int64_t j = 0; j < NR; ++j) dst[k * NR + j] = j < nr ? src[j] : T(0);
+    }
+  }
+}
+
+// A[r0:r1, k0:k1) into tiles of MR rows, [tile][k - k0][MR], zero-padded.
+template <class T>
+void pack_a(const Job<T>& g, int64_t MR, int64_t k0, int64_t k1, int64_t r0, int64_t r1, std::vector<T>& out) {
+  const int64_t kc = k1 - k0, tiles = (r1 - r0 + MR - 1) / MR;
+  out.resize(static_cast<size_t>(tiles * kc * MR));
+  for (int64_t t = 0; t < tiles; ++t) {
+    T* dst = out.data() + t * kc * MR;
+    const int64_t rows = std::min(MR, r1 - r0 - t * MR);
+    const T* src = g.a + (r0 + t * MR) * g.rsa + k0 * g.csa;
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t i = 0; i < MR; ++i) dst[k * MR + i] = i < rows ? src[i * g.rsa + k * g.csa] : T(0);
+  }
+}
+
 // Tasks: blocks of kTileRows x kTileRows register tiles, k slices outermost
-// inside a task (A's block and B's panel slice stay in cache), spread over
-// the threads round-robin. Any split gives the same bits.
+// inside a task (A's and B's packed slices stay in cache), spread over the
+// threads round-robin. Any split gives the same bits.
 template <class T>
 void run(const Job<T>& g, ThreadPool* pool) {
   if (g.m <= 0 || g.n <= 0 || g.K <= 0) return;
   const ChainKernels<T>& ks = *kernels<T>();
-  const int64_t RB = kTileRows * ks.mr, CB = kTileRows * ks.nr;
+  const int64_t MR = ks.mr, NR = ks.nr, RB = kTileRows * MR, CB = kTileRows * NR;
   const int64_t rbs = (g.m + RB - 1) / RB, cbs = (g.n + CB - 1) / CB;
   std::vector<int64_t> tasks;
   for (int64_t t = 0; t < rbs * cbs; ++t) {
@@ -174,9 +197,15 @@ void run(const Job<T>& g, ThreadPool* pool) {
   }
   auto run_task = [&](int64_t t, Scratch<T>& s) {
     const int64_t r0 = t / cbs * RB, r1 = std::min(g.m, r0 + RB), c0 = t % cbs * CB, c1 = std::min(g.n, c0 + CB);
-    for (int64_t k0 = 0; k0 < g.K; k0 += kKC)
-      for (int64_t j0 = c0; j0 < c1; j0 += ks.nr)
-        for (int64_t i0 = r0; i0 < r1; i0 += ks.mr) tile(g, ks, i0, j0, k0, std::min(g.K, k0 + kKC), s);
+    for (int64_t k0 = 0; k0 < g.K; k0 += kKC) {
+      const int64_t k1 = std::min(g.K, k0 + kKC), kc = k1 - k0;
+      pack_a(g, MR, k0, k1, r0, r1, s.apack);
+      pack_b(g, ks, k0, k1, c0, c1, s.bpack);
+      for (int64_t j0 = c0; j0 < c1; j0 += NR)
+        for (int64_t i0 = r0; i0 < r1; i0 += MR)
+          tile(g, ks, i0, j0, kc, s.apack.data() + (i0 - r0) / MR * kc * MR,
+               s.bpack.data() + (j0 - c0) / NR * kc * NR, s);
+    }
   };
   const int64_t P = pool ? pool->size() : 1, nt = static_cast<int64_t>(tasks.size());
   if (P <= 1 || nt <= 1 || g.m * g.n * g.K < kSerialMacs) {
@@ -206,7 +235,7 @@ void over_chunks(int64_t n, int64_t chunk, ThreadPool* pool, F&& body) {
   });
 }
 
-constexpr int64_t kNB = 64;      // panel width of the factorizations
+constexpr int64_t kNB = 96;      // panel width of the factorizations (a multiple of every mr)
 constexpr int64_t kChunk = 256;  // rows / columns per task of the panel steps
 
 }  // namespace
@@ -312,37 +341,43 @@ bool cholesky_lower_ref(double* A, int64_t n) {
 
 // --------------------------------------------------------------- inverse
 
+// Column block J = [j0, j0 + wj) of M, right-looking down the rows in
+// blocks K: the rows of K are finished (the chain's terms with k in K, then
+// the division), then every row below takes K's terms at once (one GEMM:
+// S[K1:, J] += L[K1:, K] · M[K, J]). The terms with k < j come first in each
+// chain and have M[k, j] = 0 (S starts at +0 and is never written above the
+// diagonal): fma(x, 0, +0) = +0, so the chain is the reference's.
 void invert_lower(double* A, int64_t n, ThreadPool* pool) {
   const ChainKernels<double>& ks = *kernels<double>();
-  over_chunks(n, kChunk, pool, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) std::fill(A + i * n + i + 1, A + (i + 1) * n, 0.0);
-  });
-  std::vector<double> t(static_cast<size_t>(std::min(n, kNB) * n));  // the block's rows of M, ld n
-  for (int64_t i0 = 0; i0 < n; i0 += kNB) {
-    const int64_t h = std::min(kNB, n - i0), i1 = i0 + h;
-    for (int64_t ii = 0; ii < h; ++ii) std::fill(t.begin() + ii * n, t.begin() + ii * n + i1, 0.0);
-    Job<double> g;  // T[:, :i0] = chains over k < i0 of L[i, k] · M[k, j]
-    g.m = h, g.n = i0, g.K = i0;
-    g.a = A + i0 * n, g.rsa = n, g.csa = 1;
-    g.b = A, g.ldb = n;
-    g.c = t.data(), g.ldc = n;
-    g.b_lower = true;
-    run(g, pool);
-    over_chunks(i1, kChunk, pool, [&](int64_t c0, int64_t c1) {  // the rest of each chain, row by row
-      for (int64_t ii = 0; ii < h; ++ii) {
-        const int64_t i = i0 + ii;
-        double* row = t.data() + ii * n;
-        for (int64_t kk = 0; kk < ii; ++kk) {
-          const int64_t e = std::min(c1, i0 + kk + 1);  // M[k, j] == 0 for j > k
-          if (e > c0) ks.axpy(e - c0, A[i * n + i0 + kk], t.data() + kk * n + c0, row + c0);
+  std::vector<double> S;
+  for (int64_t j0 = 0; j0 < n; j0 += kNB) {
+    const int64_t wj = std::min(kNB, n - j0), len = n - j0;
+    S.assign(static_cast<size_t>(len * wj), 0.0);  // S[(i - j0) * wj + (j - j0)]
+    for (int64_t k0 = j0; k0 < n; k0 += kNB) {
+      const int64_t k1 = std::min(n, k0 + kNB);
+      for (int64_t i = k0; i < k1; ++i) {
+        double* row = S.data() + (i - j0) * wj;
+        for (int64_t k = k0; k < i; ++k) {
+          const int64_t cnt = std::min(wj, k - j0 + 1);  // M[k, j] == 0 for j > k
+          ks.axpy(cnt, A[i * n + k], S.data() + (k - j0) * wj, row);
         }
         const double l = A[i * n + i];
-        for (int64_t j = c0; j < std::min(c1, i); ++j) row[j] = -row[j] / l;
-        if (c0 <= i && i < c1) row[i] = 1.0 / l;
+        for (int64_t jj = 0; jj < wj && j0 + jj < i; ++jj) row[jj] = -row[jj] / l;
+        if (i < j0 + wj) row[i - j0] = 1.0 / l;
       }
-    });
-    for (int64_t ii = 0; ii < h; ++ii) std::copy(t.begin() + ii * n, t.begin() + ii * n + i0 + ii + 1, A + (i0 + ii) * n);
+      if (k1 == n) break;
+      Job<double> g;
+      g.m = n - k1, g.n = wj, g.K = k1 - k0;
+      g.a = A + k1 * n + k0, g.rsa = n, g.csa = 1;
+      g.b = S.data() + (k0 - j0) * wj, g.ldb = wj;
+      g.c = S.data() + (k1 - j0) * wj, g.ldc = wj;
+      run(g, pool);
+    }
+    // Later column blocks read L only right of this one: write M[:, J] back.
+    for (int64_t i = j0; i < n; ++i)
+      for (int64_t jj = 0; jj < wj && j0 + jj <= i; ++jj) A[i * n + j0 + jj] = S[static_cast<size_t>((i - j0) * wj + jj)];
   }
+  for (int64_t i = 0; i < n; ++i) std::fill(A + i * n + i + 1, A + (i + 1) * n, 0.0);
 }
 
 void invert_lower_ref(double* A, int64_t n) {

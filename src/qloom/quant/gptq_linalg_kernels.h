@@ -16,14 +16,14 @@ struct ChainKernels {
   const char* name;
   int64_t mr, nr;  // register tile: rows x columns of C
   // For i < mr, j < nr: acc = c[i*ldc + j]; for k < kc:
-  //   acc = fma(±a[i*rsa + k*csa], b[k*ldb + j], acc)  (add: +, sub: -);
-  // c[i*ldc + j] = acc. Every index must be readable / writable.
-  void (*micro_add)(int64_t kc, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t ldb, T* c,
-                    int64_t ldc);
-  void (*micro_sub)(int64_t kc, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t ldb, T* c,
-                    int64_t ldc);
+  //   acc = fma(±ap[k*mr + i], bp[k*nr + j], acc)  (add: +, sub: -);
+  // c[i*ldc + j] = acc. ap, bp: packed A rows / B columns of the tile.
+  void (*micro_add)(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc);
+  void (*micro_sub)(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc);
   // y[i] = fma(x[i], alpha, y[i]) for i < n.
   void (*axpy)(int64_t n, T alpha, const T* x, T* y);
+  // dst[k*nr + j] = b[k*ldb + j] for k < kc, j < nr (a B panel, packed).
+  void (*pack)(int64_t kc, const T* b, int64_t ldb, T* dst);
 };
 
 // nullptr when the build is not x86-64 (callers check isa_supported first).
