@@ -1,6 +1,7 @@
 #include "qloom/core/thread_pool.h"
 
 #include <algorithm>
+#include <cfenv>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -24,13 +25,20 @@ struct ThreadPool::Impl {
   uint64_t generation = 0;
   bool stop = false;
   std::exception_ptr error;
+  // The caller's floating-point environment (rounding mode, MXCSR's
+  // flush-to-zero / denormals-are-zero): workers run every chunk under it, so
+  // a result never depends on which thread computed it.
+  std::fenv_t env{};
 
   // Runs chunks of the current job until none is left. Called with `lock` held.
-  void run_chunks(std::unique_lock<std::mutex>& lock) {
+  void run_chunks(std::unique_lock<std::mutex>& lock, bool worker) {
     while (next_chunk < num_chunks) {
       const int64_t c = next_chunk++;
       const int64_t begin = c * chunk, end = std::min(n, begin + chunk);
+      const std::fenv_t job_env = env;
       lock.unlock();
+      std::fenv_t own_env;
+      if (worker) std::fegetenv(&own_env), std::fesetenv(&job_env);
       std::exception_ptr err;
       t_inside_pool_body = true;
       try {
@@ -39,6 +47,7 @@ struct ThreadPool::Impl {
         err = std::current_exception();
       }
       t_inside_pool_body = false;
+      if (worker) std::fesetenv(&own_env);
       lock.lock();
       if (err && !error) error = err;
       if (++chunks_done == num_chunks) done_cv.notify_all();
@@ -52,7 +61,7 @@ struct ThreadPool::Impl {
       work_cv.wait(lock, [&] { return stop || generation != seen; });
       if (stop) return;
       seen = generation;
-      run_chunks(lock);
+      run_chunks(lock, true);
     }
   }
 };
@@ -91,9 +100,10 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   impl_->next_chunk = 0;
   impl_->chunks_done = 0;
   impl_->error = nullptr;
+  std::fegetenv(&impl_->env);
   ++impl_->generation;
   impl_->work_cv.notify_all();
-  impl_->run_chunks(lock);
+  impl_->run_chunks(lock, false);
   impl_->done_cv.wait(lock, [&] { return impl_->chunks_done == impl_->num_chunks; });
   impl_->body = nullptr;
   if (impl_->error) {

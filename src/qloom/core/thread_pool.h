@@ -4,6 +4,9 @@
 // workers and the calling thread, and returns when all are done; exceptions
 // thrown by the body are rethrown on the caller (the first one).
 // One parallel_for at a time per pool (calls from inside a body run inline).
+// Workers run each chunk under the caller's floating-point environment
+// (rounding mode, flush-to-zero / denormals-are-zero), so which thread runs
+// a chunk never changes its result.
 #pragma once
 
 #include <cstdint>

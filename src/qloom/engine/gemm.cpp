@@ -46,6 +46,7 @@
 #include "qloom/engine/gemm_dispatch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "qloom/core/convert.h"
@@ -69,20 +70,42 @@ float* scratch(size_t floats) {
   return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
 }
 
-// Columns [n0, n1) of the contract, double accumulation (like linear_ref).
+float weight_at(const LinearWeight& w, int64_t o, int64_t c) {
+  return w.type == WeightType::kF32 ? w.f32[static_cast<size_t>(o * w.in + c)] : w.at(o, c);
+}
+
+// The GEMV kernels' canonical order (gemm_kernels.inc, gemv_tile): 16
+// partial FMA chains (k = l mod 16, the last chunk zero-padded) and a fixed
+// tree.
+float gemv_order_dot(const float* xr, const LinearWeight& w, int64_t o) {
+  float p[16] = {};
+  for (int64_t k0 = 0; k0 < w.in; k0 += 16)
+    for (int64_t l = 0; l < 16; ++l) {
+      const int64_t k = k0 + l;
+      p[l] = k < w.in ? std::fma(xr[k], weight_at(w, o, k), p[l]) : std::fma(0.0f, 0.0f, p[l]);
+    }
+  float t[8], q[4];
+  for (int i = 0; i < 8; ++i) t[i] = p[i] + p[i + 8];
+  for (int i = 0; i < 4; ++i) q[i] = t[i] + t[i + 4];
+  return (w.bias.empty() ? 0.0f : w.bias[static_cast<size_t>(o)]) + ((q[0] + q[2]) + (q[1] + q[3]));
+}
+
+// The packed GEMM kernels' order (gemm_kernels.inc, micro): one FMA chain
+// over k starting from the bias.
+float gemm_order_dot(const float* xr, const LinearWeight& w, int64_t o) {
+  float acc = w.bias.empty() ? 0.0f : w.bias[static_cast<size_t>(o)];
+  for (int64_t k = 0; k < w.in; ++k) acc = std::fma(xr[k], weight_at(w, o, k), acc);
+  return acc;
+}
+
+// Columns [n0, n1) of the contract in exactly the order the SIMD kernels of
+// the same row count use (std::fma: one rounding, like theirs), so
+// QLOOM_MAX_ISA=scalar, avx2 and avx512 all give the same bits.
 void scalar_cols(const float* x, int64_t rows, const LinearWeight& w, int64_t n0, int64_t n1, float* y) {
+  const bool gemv = rows < kGemmMinRows;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * w.in;
-    for (int64_t o = n0; o < n1; ++o) {
-      double acc = w.bias.empty() ? 0.0 : w.bias[static_cast<size_t>(o)];
-      if (w.type == WeightType::kF32) {
-        const float* wr = w.f32.data() + o * w.in;
-        for (int64_t c = 0; c < w.in; ++c) acc += static_cast<double>(xr[c]) * wr[c];
-      } else {
-        for (int64_t c = 0; c < w.in; ++c) acc += static_cast<double>(xr[c]) * w.at(o, c);
-      }
-      y[r * w.out + o] = static_cast<float>(acc);
-    }
+    for (int64_t o = n0; o < n1; ++o) y[r * w.out + o] = gemv ? gemv_order_dot(xr, w, o) : gemm_order_dot(xr, w, o);
   }
 }
 

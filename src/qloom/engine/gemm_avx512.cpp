@@ -18,12 +18,14 @@ struct V {
   static constexpr int kW = 16;
   static constexpr int kMR = 12;
   static constexpr int kGemvOuts = 4;
+  static constexpr int kSplit = 1;
   static constexpr bool kTransposeBlock = true;
   QLOOM_GEMM_TARGET static R zero() { return _mm512_setzero_ps(); }
   QLOOM_GEMM_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
   QLOOM_GEMM_TARGET static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
   QLOOM_GEMM_TARGET static R bcast(const float* p) { return _mm512_set1_ps(*p); }
   QLOOM_GEMM_TARGET static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  QLOOM_GEMM_TARGET static R add(R a, R b) { return _mm512_add_ps(a, b); }
   QLOOM_GEMM_TARGET static R load_bf16(const uint16_t* p) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm512_castsi512_ps(

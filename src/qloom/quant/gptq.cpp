@@ -1,7 +1,5 @@
 #include "qloom/quant/gptq.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -9,15 +7,9 @@
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/quant/gptq_linalg.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
-
-// LAPACK as OpenBLAS exports it (its own C implementations; int = blasint
-// without INTERFACE64).
-extern "C" {
-void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
-void dtrtri_(const char* uplo, const char* diag, const int* n, double* a, const int* lda, int* info);
-}
 
 namespace qloom::quant {
 namespace {
@@ -25,14 +17,6 @@ namespace {
 using detail::GroupParams;
 using detail::Kind;
 using detail::Plan;
-
-// OpenBLAS runs single-threaded in qloom (the engine parallelizes around
-// it); the O(n^3) factorizations use the pool's size for their duration.
-class BlasThreads {
- public:
-  explicit BlasThreads(unsigned n) { openblas_set_num_threads(static_cast<int>(std::max(1u, n))); }
-  ~BlasThreads() { openblas_set_num_threads(1); }
-};
 
 GroupParams params_of(const Plan& p, const float* x, uint64_t len, std::string_view name) {
   return detail::group_params(p, x, len, name);
@@ -72,27 +56,10 @@ void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool* pool) {
   if (sum_.empty()) sum_.assign(static_cast<size_t>(n * n), 0.0);  // after take_hessian()
   xd_.resize(static_cast<size_t>(rows * n));
   for (int64_t i = 0; i < rows * n; ++i) xd_[static_cast<size_t>(i)] = x[i];
-  // Column tiles of the upper triangle: sum[0:j1, j0:j1] += Xᵀ[0:j1] X[:, j0:j1].
-  constexpr int64_t kTile = 256;
-  const int64_t tiles = (n + kTile - 1) / kTile;
-  auto body = [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t j0 = t * kTile, j1 = std::min(n, j0 + kTile);
-      cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(j1), static_cast<int>(j1 - j0),
-                  static_cast<int>(rows), 1.0, xd_.data(), static_cast<int>(n), xd_.data() + j0,
-                  static_cast<int>(n), 1.0, sum_.data() + j0, static_cast<int>(n));
-    }
-  };
-  // Later tiles cost more (j1 rows): interleave them across threads.
-  if (pool && pool->size() > 1 && tiles > 1) {
-    const int64_t P = pool->size();
-    pool->parallel_for(P, [&](int64_t b, int64_t e) {
-      for (int64_t w = b; w < e; ++w)
-        for (int64_t t = w; t < tiles; t += P) body(t, t + 1);
-    });
-  } else {
-    body(0, tiles);
-  }
+  // sum[i, j] (j >= i) += Σ_r x[r, i] x[r, j], one FMA chain per element
+  // over the rows in order (across add() calls too): the same bits for any
+  // thread count, ISA or batching of the rows.
+  linalg::syrk_upper_add(xd_.data(), rows, n, sum_.data(), pool);
   n_ += static_cast<uint64_t>(rows);
 }
 
@@ -133,38 +100,37 @@ std::vector<double> HessianAccumulator::hessian() const {
 // ---------------------------------------------------------- Cholesky inverse
 
 bool detail::cholesky_inverse_upper(std::vector<double>& A, int64_t n, double damp, std::vector<float>& U,
-                                    bool* retry) {
+                                    bool* retry, ThreadPool* pool) {
   if (retry) *retry = true;
   // With P the reversal permutation, P (H) P = L Lᵀ gives H = R Rᵀ with
-  // R = P L P upper, so H^-1 = (R^-1)ᵀ R^-1: U = R^-1 (upper, positive
-  // diagonal: the unique Cholesky factor torch.linalg.cholesky(upper=True)
-  // returns). Reversing the flat array applies P on both sides, and turns
-  // the column-major L into the column-major R.
+  // R = P L P upper, so H^-1 = (R^-1)ᵀ R^-1: U = R^-1 = P L^-1 P (upper,
+  // positive diagonal: the unique Cholesky factor
+  // torch.linalg.cholesky(upper=True) returns). Reversing the flat row-major
+  // array applies P on both sides. qloom's own kernels (gptq_linalg.h):
+  // fixed reduction order, no BLAS.
   std::vector<double> diag(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     diag[static_cast<size_t>(i)] = A[static_cast<size_t>(i * n + i)];
     A[static_cast<size_t>(i * n + i)] += damp;
   }
   std::reverse(A.begin(), A.end());
-  const int nn = static_cast<int>(n);
-  int info = 0;
-  dpotrf_("L", &nn, A.data(), &nn, &info);
-  if (info != 0) {
-    // dpotrf wrote only the lower triangle: restore it from the upper one.
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = j + 1; i < n; ++i) A[static_cast<size_t>(i + j * n)] = A[static_cast<size_t>(j + i * n)];
+  if (!linalg::cholesky_lower(A.data(), n, pool)) {
+    // Only the lower triangle was written: restore it from the upper one.
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < i; ++j) A[static_cast<size_t>(i * n + j)] = A[static_cast<size_t>(j * n + i)];
     std::reverse(A.begin(), A.end());
     for (int64_t i = 0; i < n; ++i) A[static_cast<size_t>(i * n + i)] = diag[static_cast<size_t>(i)];
     return false;
   }
   if (retry) *retry = false;
-  std::reverse(A.begin(), A.end());
-  dtrtri_("U", "N", &nn, A.data(), &nn, &info);
-  if (info != 0) return false;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j <= i; ++j)
+      if (!std::isfinite(A[static_cast<size_t>(i * n + j)])) return false;
+  linalg::invert_lower(A.data(), n, pool);
   U.assign(static_cast<size_t>(n * n), 0.0f);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i <= j; ++i) {  // column-major (i, j) -> row-major
-      const double v = A[static_cast<size_t>(i + j * n)];
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j) {  // U[i, j] = M[n-1-i, n-1-j]
+      const double v = A[static_cast<size_t>((n - 1 - i) * n + (n - 1 - j))];
       if (!std::isfinite(v)) return false;
       U[static_cast<size_t>(i * n + j)] = static_cast<float>(v);
     }
@@ -275,13 +241,12 @@ GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vect
   std::vector<float> U;
   bool ok = false;
   {
-    BlasThreads bt(pool->size());
     double damp = opt.damp_percent * mean_diag;
     bool retry = true;
     for (int k = 0; k <= std::max(0, opt.damp_retries) && !ok && retry; ++k, damp *= 10.0) {
       ++st.attempts;
       st.damp = damp;
-      ok = std::isfinite(damp) && detail::cholesky_inverse_upper(H, C, damp, U, &retry);
+      ok = std::isfinite(damp) && detail::cholesky_inverse_upper(H, C, damp, U, &retry, pool);
     }
   }
   std::vector<double>().swap(H);
@@ -327,17 +292,8 @@ GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vect
         }
       }
     });
-    if (i2 < C) {  // W[:, i2:] -= Err · U[i1:i2, i2:]
-      pool->parallel_for(
-          R,
-          [&](int64_t rb, int64_t re) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(re - rb),
-                        static_cast<int>(C - i2), static_cast<int>(cnt), -1.0f, err.data() + rb * B,
-                        static_cast<int>(B), U.data() + i1 * C + i2, static_cast<int>(C), 1.0f,
-                        W.data() + rb * C + i2, static_cast<int>(C));
-          },
-          16);
-    }
+    if (i2 < C)  // W[:, i2:] -= Err · U[i1:i2, i2:] (fixed order per element)
+      linalg::gemm_sub(R, C - i2, cnt, err.data(), B, U.data() + i1 * C + i2, C, W.data() + i2, C, pool);
   }
   for (double l : row_loss) st.loss += l;
 

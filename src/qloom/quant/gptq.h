@@ -19,10 +19,12 @@
 // would encode that value with that group's parameters, so the output is a
 // QuantizedTensor in the very layout qloom exports, and `dequantized` is
 // dequantize(qt).
-// Numerics: H, its Cholesky factorization and inverse in double (LAPACK
-// dpotrf / dtrtri through OpenBLAS); W and U in float for the column
-// updates, as Quark (float32). Results do not depend on the thread count
-// except through the GEMM's float summation order.
+// Numerics: H, its Cholesky factorization and inverse in double; W and U in
+// float for the column updates, as Quark (float32). All of it runs on
+// qloom's own kernels with a fixed reduction order (gptq_linalg.h: one FMA
+// chain per element, never BLAS or LAPACK), so the output is byte-identical
+// for any thread count, ISA cap (QLOOM_MAX_ISA) or OpenBLAS build / kernel
+// (OPENBLAS_CORETYPE).
 // When the Cholesky factorization fails (H + damp I not positive definite)
 // damping is multiplied by 10 up to damp_retries times; when it still
 // fails, the tensor falls back to RTN (quantize_weight) and stats say so.
@@ -102,7 +104,7 @@ namespace detail {
 // *retry says whether H is still intact (a positive-definiteness failure:
 // retry with more damping) or was consumed. On success H is consumed.
 bool cholesky_inverse_upper(std::vector<double>& H, int64_t n, double damp, std::vector<float>& U,
-                            bool* retry = nullptr);
+                            bool* retry = nullptr, ThreadPool* pool = nullptr);
 }  // namespace detail
 
 }  // namespace qloom::quant
