@@ -83,6 +83,19 @@ class Session final : public LayerSession {
     }
   }
 
+  std::vector<std::vector<float>> inputs() const override { return p_.acts; }
+
+  void run_on(std::vector<std::vector<float>>& states, const engine::ForwardHooks& hooks,
+              engine::LayerPart part) override {
+    if (states.size() != p_.acts.size())
+      throw Error(ErrorKind::kInternal, "", "states", "run_on needs one state per calibration sample");
+    for (size_t s = 0; s < states.size(); ++s) {
+      if (states[s].size() != p_.acts[s].size())
+        throw Error(ErrorKind::kInternal, "", "states", "a state's size differs from its sample's");
+      p_.runner->forward_layer(states[s].data(), p_.lengths[s], &hooks, part);
+    }
+  }
+
   void set_quantized(const std::string& module, QuantizedTensor qt, std::vector<float> dequantized) override {
     auto it = std::find_if(pending_.begin(), pending_.end(),
                            [&](const QuantTarget& t) { return t.linear.name == module; });
