@@ -74,6 +74,14 @@ class LayerSession {
   // Runs every calibration sample's input to this layer through the layer's
   // current weights with `hooks`; the inputs are not changed.
   virtual void run(const engine::ForwardHooks& hooks, engine::LayerPart part = engine::LayerPart::kFull) = 0;
+  // The number of calibration samples; run() is run_sample(s) for s in order.
+  virtual size_t samples() const = 0;
+  // Sample s alone (its input is not changed: kFull runs on a copy).
+  virtual void run_sample(size_t s, const engine::ForwardHooks& hooks,
+                          engine::LayerPart part = engine::LayerPart::kFull) = 0;
+  // run_on for one state: `state` stands for sample s (its size is checked).
+  virtual void run_state(size_t s, std::vector<float>& state, const engine::ForwardHooks& hooks,
+                         engine::LayerPart part) = 0;
   // Copies of every sample's input to this layer, [T_s, hidden] fp32 each,
   // in sample order (what run() feeds the layer).
   virtual std::vector<std::vector<float>> inputs() const = 0;

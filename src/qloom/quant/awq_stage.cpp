@@ -1,17 +1,14 @@
 #include "qloom/quant/awq_stage.h"
 
-#include <time.h>
-
-#include <chrono>
 #include <cmath>
-#include <functional>
-#include <limits>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/awq_group_loss.h"
 #include "qloom/quant/layer_fold.h"
+#include "qloom/quant/phase_timer.h"
 
 namespace qloom::quant {
 namespace {
@@ -23,46 +20,6 @@ constexpr const char* kPrefix = "algo_config.awq.";
               "keys: name, scaling_layers, model_decoder_layers; qloom only: n_grid, duo_scaling, clip, max_shrink, "
               "clip_n_grid, clip_max_tokens, direct_loss_bytes");
 }
-
-// Puts `w` in place of a runner's linear until destroyed (the original is
-// moved aside, not copied).
-class WeightSwap {
- public:
-  void put(engine::LinearWeight& slot, const engine::LinearWeight& w) {
-    saved_.emplace_back(&slot, std::move(slot));
-    slot = w;
-  }
-  ~WeightSwap() {
-    for (auto& [slot, orig] : saved_) *slot = std::move(orig);
-  }
-
- private:
-  std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved_;
-};
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Adds the wall and CPU time of its scope to summary.phase_seconds[name] and
-// phase_cpu_seconds[name].
-class PhaseTimer {
- public:
-  PhaseTimer(PipelineSummary& s, std::string name)
-      : s_(s), name_(std::move(name)), t0_(std::chrono::steady_clock::now()), cpu0_(process_cpu_seconds()) {}
-  ~PhaseTimer() {
-    s_.phase_seconds[name_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    s_.phase_cpu_seconds[name_] += process_cpu_seconds() - cpu0_;
-  }
-
- private:
-  PipelineSummary& s_;
-  std::string name_;
-  std::chrono::steady_clock::time_point t0_;
-  double cpu0_;
-};
 
 int stage_of(engine::LayerRunner& r, const std::string& module) {
   for (const engine::LayerLinear& l : r.linears())
@@ -84,56 +41,6 @@ bool feed_forward_group(engine::LayerRunner& r, const ScalingGroup& g) {
     for (const std::string& l : *v)
       if (stage_of(r, l) < 2) return false;
   return g.prev_kind == PrevKind::kNorm || stage_of(r, g.prev_op) >= 2;
-}
-
-// The reference pass of one group: mean |x| at its input, the inspected
-// output, and (single-linear groups, within budget) that linear's inputs.
-struct Reference {
-  std::vector<double> abs_sum;
-  int64_t tokens = 0;
-  std::vector<float> out;  // inspected output, all samples in order
-  bool direct = false;     // xs holds the inputs of the group's only linear
-  std::vector<float> xs;
-};
-
-// MSE of the inspected output against the reference while `run` runs the
-// layer (NaN on a shape mismatch).
-double rerun_loss(const Reference& ref, const std::string& out_module,
-                  const std::function<void(const engine::ForwardHooks&)>& run) {
-  double se = 0.0;
-  size_t off = 0;
-  engine::ForwardHooks h;
-  h.linear_output = [&](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
-    if (site.module != out_module) return;
-    const size_t m = static_cast<size_t>(rows * cols);
-    if (off + m > ref.out.size()) {
-      off = ref.out.size() + 1;  // shape mismatch: reported as a non-finite loss
-      return;
-    }
-    for (size_t i = 0; i < m; ++i) {
-      const double d = static_cast<double>(out[i]) - ref.out[off + i];
-      se += d * d;
-    }
-    off += m;
-  };
-  run(h);
-  if (off != ref.out.size()) return std::numeric_limits<double>::quiet_NaN();
-  return se / static_cast<double>(ref.out.size());
-}
-
-// MSE of the single linear's output on the kept inputs.
-double direct_loss(const Reference& ref, const engine::LinearWeight& w, size_t n, std::vector<float>& y,
-                   ThreadPool& pool) {
-  const int64_t rows = static_cast<int64_t>(ref.xs.size() / n);
-  y.resize(static_cast<size_t>(rows * w.out));
-  if (y.size() != ref.out.size()) return std::numeric_limits<double>::quiet_NaN();
-  engine::linear(ref.xs.data(), rows, w, y.data(), pool);
-  double se = 0.0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double d = static_cast<double>(y[i]) - ref.out[i];
-    se += d * d;
-  }
-  return se / static_cast<double>(ref.out.size());
 }
 
 class AwqStage final : public AlgorithmStage {
@@ -161,12 +68,10 @@ class AwqStage final : public AlgorithmStage {
  private:
   bool selected(const ScalingLayerEntry& e) const { return group_selected(c_.scaling_layers, e); }
   void note_skip(const ScalingLayerEntry& e, const std::string& why) { unscaled_.note(e, why); }
-  // How the group's passes run: the samples through `part`, or the
+  // How the group's passes run sample s: through `part`, or the
   // feed-forward half alone on the kept first-half output (mid_).
-  std::function<void(const engine::ForwardHooks&)> runner_for(LayerSession& s, const ScalingGroup& g,
-                                                              engine::LayerPart part);
-  Reference reference_pass(LayerSession& s, const ScalingGroup& g, const std::string& out_module,
-                           const std::function<void(const engine::ForwardHooks&)>& run);
+  // *ff: whether it is the latter.
+  AwqSampleRun runner_for(LayerSession& s, const ScalingGroup& g, engine::LayerPart part, bool* ff);
   // Returns false when the group's input saw no calibration token.
   bool search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
                        const std::string& out_module);
@@ -179,6 +84,7 @@ class AwqStage final : public AlgorithmStage {
   // (kFirstHalf), kept while only feed-forward weights change.
   std::vector<std::vector<float>> mid_;
   bool mid_valid_ = false;
+  std::map<std::string, int> last_best_;  // grid index chosen last, per group kind (search start)
 };
 
 void AwqStage::process_layer(LayerSession& s) {
@@ -214,63 +120,34 @@ void AwqStage::process_layer(LayerSession& s) {
   if (c_.search.clip) clip_layer(s);
 }
 
-std::function<void(const engine::ForwardHooks&)> AwqStage::runner_for(LayerSession& s, const ScalingGroup& g,
-                                                                      engine::LayerPart part) {
+AwqSampleRun AwqStage::runner_for(LayerSession& s, const ScalingGroup& g, engine::LayerPart part, bool* ff_run) {
   const bool ff = part == engine::LayerPart::kFull && feed_forward_group(s.runner(), g);
-  if (ff && !mid_valid_) {
+  *ff_run = false;
+  if (ff && !mid_valid_ && s.summary().activation_bytes <= c_.direct_loss_bytes) {
     // Kept only within direct_loss_bytes (it is as large as the held inputs).
-    if (s.summary().activation_bytes <= c_.direct_loss_bytes) {
-      PhaseTimer t(s.summary(), "awq.first_half");
-      mid_ = s.inputs();
-      s.run_on(mid_, engine::ForwardHooks{}, engine::LayerPart::kFirstHalf);
-      mid_valid_ = true;
-    }
+    PhaseTimer t(s.summary(), "awq.first_half");
+    mid_ = s.inputs();
+    s.run_on(mid_, engine::ForwardHooks{}, engine::LayerPart::kFirstHalf);
+    mid_valid_ = true;
   }
-  if (ff && mid_valid_)
-    return [this, &s](const engine::ForwardHooks& h) { s.run_on(mid_, h, engine::LayerPart::kFeedForward); };
-  return [&s, part](const engine::ForwardHooks& h) { s.run(h, part); };
-}
-
-Reference AwqStage::reference_pass(LayerSession& s, const ScalingGroup& g, const std::string& out_module,
-                                   const std::function<void(const engine::ForwardHooks&)>& run) {
-  const size_t n = static_cast<size_t>(g.channels);
-  Reference ref;
-  ref.abs_sum.assign(n, 0.0);
-  // A group that inspects its only linear (v -> o, up -> down, MoE experts)
-  // keeps that linear's inputs, within direct_loss_bytes, and evaluates each
-  // candidate on them directly instead of re-running the layer (the
-  // reference path, also taken past the budget).
-  ref.direct = g.linears.size() == 1 && out_module == g.linears.front() && g.input_site == out_module;
-  engine::ForwardHooks hooks;
-  hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
-    if (site.module != g.input_site) return;
-    if (static_cast<size_t>(cols) != n)
-      throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
-    for (int64_t t = 0; t < rows; ++t)
-      for (size_t j = 0; j < n; ++j)
-        ref.abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));
-    ref.tokens += rows;
-    if (!ref.direct) return;
-    if ((ref.xs.size() + static_cast<size_t>(rows * cols)) * sizeof(float) > c_.direct_loss_bytes) {
-      ref.direct = false;
-      std::vector<float>().swap(ref.xs);
-      return;
-    }
-    ref.xs.insert(ref.xs.end(), x, x + rows * cols);
-  };
-  hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
-    if (site.module == out_module) ref.out.insert(ref.out.end(), y, y + rows * cols);
-  };
-  PhaseTimer t(s.summary(), "awq.reference." + g.kind);
-  run(hooks);
-  return ref;
+  *ff_run = ff && mid_valid_;
+  if (*ff_run)
+    return [this, &s](size_t i, const engine::ForwardHooks& h) {
+      s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
+    };
+  return [&s, part](size_t i, const engine::ForwardHooks& h) { s.run_sample(i, h, part); };
 }
 
 bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
                                const std::string& out_module) {
   engine::LayerRunner& r = s.runner();
-  const auto run = runner_for(s, g, part_of(r, out_module));
-  const Reference ref = reference_pass(s, g, out_module, run);
+  bool ff = false;
+  const AwqSampleRun run = runner_for(s, g, part_of(r, out_module), &ff);
+  AwqReference ref;
+  {
+    PhaseTimer t(s.summary(), "awq.reference." + g.kind);
+    ref = awq_reference_pass(s.samples(), g, out_module, c_.direct_loss_bytes, run);
+  }
   if (ref.tokens == 0 || ref.out.empty()) {
     ++s.summary().unscaled_groups;
     return false;
@@ -291,19 +168,15 @@ bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const Sca
   qo.model_dtype = s.model_dtype();
   qo.threads = static_cast<unsigned>(s.pool().size());
 
-  std::vector<float> y;
-  const AwqLossFn loss = [&](const AwqCandidates& cand) {
-    PhaseTimer t(s.summary(), "awq.grid." + g.kind + ".loss");
-    if (ref.direct) return direct_loss(ref, cand.at(out_module), n, y, s.pool());
-    WeightSwap swap;
-    for (const auto& [name, w] : cand) swap.put(r.linear(name), w);
-    return rerun_loss(ref, out_module, run);
-  };
   AwqScaleResult best;
   {
     PhaseTimer t(s.summary(), "awq.grid." + g.kind);
-    best = awq_search_scales(x_mean, linears, c_.search, qo, loss);
+    AwqGroupLoss loss(r, std::move(ref), out_module, run, s.pool(), ff ? &mid_ : nullptr);
+    const auto it = last_best_.find(g.kind);
+    const int first = it != last_best_.end() ? it->second : c_.search.n_grid / 4;
+    best = awq_search_scales_pruned(x_mean, linears, c_.search, qo, loss, first);
   }
+  last_best_[g.kind] = static_cast<int>(std::lround(best.ratio * c_.search.n_grid));
   fold_into_layer(s, g, best.scales);
   if (!feed_forward_group(r, g)) {
     std::vector<std::vector<float>>().swap(mid_);  // the attention half changed
