@@ -90,10 +90,13 @@ void AwqGroupLoss::permute_rows(const std::vector<std::vector<float>>* ff) {
   if (ref_.direct) {
     ref_.xs = gather(ref_.xs.data(), hidden_);
   } else {
-    std::vector<float> all;
-    all.reserve(static_cast<size_t>(rows_ * D));
-    for (const auto& x : *ff) all.insert(all.end(), x.begin(), x.end());
-    ff_in_ = gather(all.data(), D);
+    std::vector<const float*> row(static_cast<size_t>(rows_));  // global row -> its sample's row
+    size_t g = 0;
+    for (const auto& x : *ff)
+      for (size_t t = 0; t < x.size() / static_cast<size_t>(D); ++t) row[g++] = x.data() + t * static_cast<size_t>(D);
+    ff_in_.resize(static_cast<size_t>(rows_ * D));
+    for (int64_t t = 0; t < rows_; ++t) std::copy_n(row[static_cast<size_t>(perm[static_cast<size_t>(t)])], D,
+                                                    ff_in_.data() + t * D);
   }
   tokens_ = true;
   parts_ = (rows_ + kTokenPart - 1) / kTokenPart;
