@@ -7,6 +7,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/quant/activation_observer.h"
+#include "qloom/quant/phase_timer.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 
@@ -228,7 +229,10 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
     }
     s.collect_modified();
   }
-  if (!float_calibration) observe_and_propagate();
+  if (!float_calibration) {
+    PhaseTimer t(p.summary, "pipeline.propagate");
+    observe_and_propagate();
+  }
   p.runner->unload();
   ++p.next;
   ++p.summary.layers;
