@@ -86,7 +86,7 @@ for algo in $algos; do
         > "$log" 2> "$tm"
     fi
     kld=$(OMP_NUM_THREADS=$threads "$py" "$here/llmcompressor_driver.py" kld --source "$model" --quantized "$out" \
-      --wikitext "$wiki" --seq_len "$kseq" --limit "$klimit" --threads "$threads")
+      --wikitext "$wiki" --seq_len "$kseq" --limit "$klimit" --threads "$threads" 2> "$scratch/$tool-$algo.kld.log")
     k=$(echo "$kld" | "$py" -c 'import json,sys; d=json.load(sys.stdin); print("%.4f %.4f %d" % (d["kld_mean"], d["top1_agreement"], d["tokens"]))')
     line=$(printf '%-6s %-15s wall %7.1f s  cpu %7.1f s  peak RSS %6s MiB  KLD %s  top-1 %s  (%s tokens)' "$algo" \
       "$tool" "$(wall_s "$tm")" "$(cpu_s "$tm")" "$(rss_mib "$tm")" $k)
