@@ -79,6 +79,54 @@ TEST_P(LayerRunnerGolden, LayersInTurnGiveModelsHiddenStates) {
 INSTANTIATE_TEST_SUITE_P(Archs, LayerRunnerGolden, ::testing::ValuesIn(kArchs),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
+// Every linear's exact inputs and outputs, in call order.
+struct CallLog {
+  std::vector<std::string> calls;
+  std::vector<std::vector<float>> data;
+  ForwardHooks hooks() {
+    ForwardHooks h;
+    h.linear_input = [this](const LinearSite& s, float* x, int64_t r, int64_t c) {
+      calls.push_back("in " + s.module);
+      data.emplace_back(x, x + r * c);
+    };
+    h.linear_output = [this](const LinearSite& s, float* y, int64_t r, int64_t c) {
+      calls.push_back("out " + s.module);
+      data.emplace_back(y, y + r * c);
+    };
+    return h;
+  }
+};
+
+// kFirstHalf then kFeedForward: the very calls (bit for bit) of kFull, the
+// first half's result is what the feed-forward norm reads, and kFeedForward
+// leaves its input unchanged.
+TEST_P(LayerRunnerGolden, HalvesComputeTheFullLayer) {
+  const auto dir = test::engine_data_dir() / GetParam();
+  const test::Reference ref = test::read_reference(dir);
+  LoadOptions opt;
+  opt.threads = 2;
+  auto runner = LayerRunner::open(dir, opt);
+  const int64_t T = static_cast<int64_t>(ref.tokens_long.size());
+  std::vector<float> h = runner->embed(ref.tokens_long);
+  for (int64_t i = 0; i < runner->config().num_layers; ++i) {
+    runner->load_layer(i);
+    CallLog full_log, half_log;
+    const ForwardHooks fh = full_log.hooks(), hh = half_log.hooks();
+    std::vector<float> mid = h;
+    runner->forward_layer(mid.data(), T, &hh, LayerPart::kFirstHalf);
+    EXPECT_NE(mid, h) << "layer " << i;
+    const std::vector<float> mid_copy = mid;
+    runner->forward_layer(mid.data(), T, &hh, LayerPart::kFeedForward);
+    EXPECT_EQ(mid, mid_copy) << "kFeedForward changed its input, layer " << i;
+    runner->forward_layer(h.data(), T, &fh);
+    ASSERT_EQ(half_log.calls, full_log.calls) << "layer " << i;
+    ASSERT_EQ(half_log.data.size(), full_log.data.size());
+    for (size_t c = 0; c < full_log.data.size(); ++c)
+      ASSERT_EQ(half_log.data[c], full_log.data[c]) << full_log.calls[c] << ", layer " << i;
+    runner->unload();
+  }
+}
+
 TEST(LayerRunner, LinearsHaveStagesAndSharedInputGroups) {
   auto runner = LayerRunner::open(test::engine_data_dir() / "qwen2_moe");
   runner->load_layer(0);

@@ -270,23 +270,28 @@ TEST(AwqStage, ClipOnlyShrinksWeights) {
   EXPECT_LT(rel, 0.2);
 }
 
-// The direct evaluation of single-linear groups (inputs kept from the
-// reference pass) against its reference, re-running the layer per ratio
-// (direct_loss_bytes 0): the same scales, so the same folded model.
-TEST(AwqStage, DirectLossMatchesReRunningTheLayer) {
-  for (const char* arch : {"llama", "qwen2_moe"}) {
+// The fast paths (single-linear groups evaluated on their kept inputs, the
+// feed-forward groups on the kept first-half output, both in token parts of
+// decreasing error; clip inputs in one pass) against the reference path,
+// direct_loss_bytes 0: every candidate evaluated by re-running the layer per
+// sample. The same scales and clips, so the same folded model, on a dense,
+// a sandwich-norm and an MoE architecture.
+TEST(AwqStage, FastPathsMatchReRunningTheLayer) {
+  for (const char* arch : {"llama", "gemma2", "qwen2_moe"}) {
     FoldHarness h(arch, true);
     const F32Source src(h.base());
-    const auto specs = every_linear(h.model_dir(), src, spec_of("int4_wo_per_channel"));
-    const CalibrationData data = fixture_samples(arch, 2);
-    const StageRun direct = run_stages(h.model_dir(), src, data, awq_stages({{"clip", false}}), specs);
-    const StageRun rerun =
-        run_stages(h.model_dir(), src, data, awq_stages({{"clip", false}, {"direct_loss_bytes", 0}}), specs);
-    EXPECT_EQ(direct.summary.scaled_groups, rerun.summary.scaled_groups) << arch;
+    const bool moe = std::string(arch) == "qwen2_moe";  // experts' in_features 16
+    const auto specs = every_linear(h.model_dir(), src, spec_of(moe ? "int4_wo_per_channel" : "int4_wo_32"));
+    const CalibrationData data = synthetic_samples(256, 8, 72);  // 576 tokens: 5 token parts of 128
+    const StageRun fast = run_stages(h.model_dir(), src, data, awq_stages({}), specs);
+    const StageRun rerun = run_stages(h.model_dir(), src, data, awq_stages({{"direct_loss_bytes", 0}}), specs);
+    EXPECT_EQ(fast.summary.scaled_groups, rerun.summary.scaled_groups) << arch;
+    EXPECT_TRUE(fast.summary.phase_seconds.count("awq.first_half")) << arch << ": the first half was not kept";
+    EXPECT_FALSE(rerun.summary.phase_seconds.count("awq.first_half")) << arch;
     int compared = 0;
     for (const auto& [module, spec] : specs) {
       const std::string w = module + ".weight";
-      const auto a = host_tensor_f32(direct.folded->load(w), w), b = host_tensor_f32(rerun.folded->load(w), w);
+      const auto a = host_tensor_f32(fast.folded->load(w), w), b = host_tensor_f32(rerun.folded->load(w), w);
       ASSERT_EQ(a.size(), b.size());
       for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6 * std::max(1.0f, std::fabs(b[i]))) << w;
       ++compared;

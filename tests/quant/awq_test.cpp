@@ -114,6 +114,88 @@ TEST_P(AwqSingleLinear, ScalesBeatRtnAndClipNeverHurts) {
 INSTANTIATE_TEST_SUITE_P(Schemes, AwqSingleLinear,
                          ::testing::Values("int4_wo_32", "int4_wo_128", "uint4_wo_128", "int4_wo_per_channel"));
 
+// The single linear's loss in parts of 8 tokens, counting part evaluations;
+// with `poison`, every third evaluation of part 3 is non-finite (so is that
+// grid point's loss).
+class TokenParts final : public AwqPartLoss {
+ public:
+  explicit TokenParts(const SingleLinear& l) : l_(l) {}
+  int64_t parts() const override { return SingleLinear::kTokens / 8; }
+  double count() const override { return static_cast<double>(l_.y.size()); }
+  void begin(const AwqCandidates& c) override { w_ = &c.at("fc"); }
+  double part_se(int64_t p) override {
+    ++calls;
+    std::vector<float> x(l_.x.begin() + p * 8 * SingleLinear::kIn, l_.x.begin() + (p + 1) * 8 * SingleLinear::kIn);
+    const std::vector<float> y = run(x, 8, *w_);
+    double se = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double d = static_cast<double>(y[i]) - l_.y[static_cast<size_t>(p * 8 * SingleLinear::kOut) + i];
+      se += d * d;
+    }
+    if (poison && p == 3 && ++begun_nan % 3 == 0) return std::nan("");
+    return se;
+  }
+  void end() override { w_ = nullptr; }
+  int64_t calls = 0;
+  bool poison = false;
+
+ private:
+  const SingleLinear& l_;
+  const engine::LinearWeight* w_ = nullptr;
+  int begun_nan = 0;
+};
+
+// The pruned search returns the full search's choice whatever point it
+// starts from, with fewer part evaluations; the losses it completes equal the
+// full search's up to the re-association of the sum.
+TEST(Awq, PrunedSearchChoosesWhatTheFullSearchChooses) {
+  const SingleLinear L;
+  for (const char* scheme : {"int4_wo_32", "uint4_wo_128"}) {
+    const QuantSpec spec = *get_scheme(scheme).linear.weight;
+    for (bool duo : {false, true}) {
+      AwqConfig cfg;
+      cfg.duo_scaling = duo;
+      const AwqScaleResult full = awq_search_scales(L.x_mean, {{"fc", &L.w, &spec}}, cfg, {}, L.loss());
+      for (int first : {0, 19}) {
+        TokenParts parts(L);
+        const AwqScaleResult r = awq_search_scales_pruned(L.x_mean, {{"fc", &L.w, &spec}}, cfg, {}, parts, first);
+        EXPECT_EQ(r.ratio, full.ratio) << scheme << " duo " << duo << " first " << first;
+        EXPECT_EQ(r.scales, full.scales);
+        EXPECT_NEAR(r.loss, full.loss, 1e-12 * full.loss);
+        int dropped = 0;
+        for (size_t i = 0; i < r.losses.size(); ++i) {
+          if (std::isnan(r.losses[i])) ++dropped;
+          else EXPECT_NEAR(r.losses[i], full.losses[i], 1e-12 * full.losses[i]) << i;
+        }
+        EXPECT_GT(dropped, 0);
+        EXPECT_LT(parts.calls, cfg.n_grid * parts.parts()) << "nothing was pruned";
+      }
+    }
+  }
+}
+
+TEST(Awq, PrunedSearchSkipsNonFinitePoints) {
+  const SingleLinear L;
+  const QuantSpec spec = *get_scheme("int4_wo_128").linear.weight;
+  const AwqConfig cfg;
+  TokenParts parts(L);
+  parts.poison = true;  // every third point that reaches part 3 is non-finite
+  const AwqScaleResult r = awq_search_scales_pruned(L.x_mean, {{"fc", &L.w, &spec}}, cfg, {}, parts, 4);
+  EXPECT_TRUE(std::isfinite(r.loss));
+  EXPECT_FALSE(r.scales.empty());
+  class AllNan final : public AwqPartLoss {
+   public:
+    int64_t parts() const override { return 2; }
+    double count() const override { return 1.0; }
+    void begin(const AwqCandidates&) override {}
+    double part_se(int64_t) override { return std::nan(""); }
+    void end() override {}
+  } nan_loss;
+  EXPECT_EQ(test::catch_error([&] { awq_search_scales_pruned(L.x_mean, {{"fc", &L.w, &spec}}, cfg, {}, nan_loss); })
+                .kind(),
+            ErrorKind::kInvalidInput);
+}
+
 TEST(Awq, CandidateAtUnitScalesIsPlainRtn) {
   const SingleLinear L;
   const QuantSpec spec = *get_scheme("uint4_wo_32").linear.weight;

@@ -66,11 +66,14 @@ void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, co
   shape.window = sliding ? c.sliding_window : 0;
   const bool sandwich = s.arch->sandwich_norms;
 
-  rms_norm(x, h, T, D, L.input_norm.data(), eps, &ctx.pool);
-  attention_block(ctx, layer, shape, L.attn, sliding ? s.rope_local : s.rope_global, h, T, pos0, kc, vc, y);
-  if (part == LayerPart::kAttention) return;
-  if (sandwich) rms_norm(y, y, T, D, L.post_attention_norm.data(), eps, &ctx.pool);
-  for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+  if (part != LayerPart::kFeedForward) {
+    rms_norm(x, h, T, D, L.input_norm.data(), eps, &ctx.pool);
+    attention_block(ctx, layer, shape, L.attn, sliding ? s.rope_local : s.rope_global, h, T, pos0, kc, vc, y);
+    if (part == LayerPart::kAttention) return;
+    if (sandwich) rms_norm(y, y, T, D, L.post_attention_norm.data(), eps, &ctx.pool);
+    for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+    if (part == LayerPart::kFirstHalf) return;
+  }
 
   const float* ff_norm = sandwich ? L.pre_ff_norm.data() : L.post_attention_norm.data();
   rms_norm(x, h, T, D, ff_norm, eps, &ctx.pool);
@@ -80,6 +83,7 @@ void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, co
   } else {
     mlp_block(ctx, layer, L.mlp, s.act, h, T, y);
   }
+  if (part == LayerPart::kFeedForward) return;
   if (sandwich) rms_norm(y, y, T, D, L.post_ff_norm.data(), eps, &ctx.pool);
   for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
 }

@@ -38,10 +38,16 @@ void check_token_ids(const ModelConfig& c, std::span<const int32_t> tokens);
 void embed_tokens(const ModelConfig& c, const LinearWeight& embed, std::span<const int32_t> tokens, float* x);
 
 // Which part of a decoder layer to run.
+// kFirstHalf followed by kFeedForward on its result computes, bit for bit,
+// what kFull computes (the same code in the same order), with the same hooks.
 enum class LayerPart {
   kFull,       // the whole layer: x is updated in place
   kAttention,  // input norm + attention block only (q/k/v/o run, hooks see them);
                // x is left unchanged — for observing attention linears cheaply
+  kFirstHalf,  // input norm + attention block + residual add: x is updated in
+               // place to the residual stream the feed-forward half reads
+  kFeedForward,  // x holds kFirstHalf's result: the feed-forward norm and block
+                 // run (MLP or MoE linears, hooks see them); x is left unchanged
 };
 
 // One decoder layer on the residual stream x [T, hidden] (updated in place

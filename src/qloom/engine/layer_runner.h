@@ -83,7 +83,10 @@ class LayerRunner {
 
   // Runs the loaded layer on one sequence h [T, hidden] at positions
   // 0..T-1; kFull replaces h by the layer's output, kAttention runs only
-  // the attention half (for its hooks) and leaves h unchanged.
+  // the attention half (for its hooks) and leaves h unchanged, kFirstHalf
+  // replaces h by the residual stream after the attention half, and
+  // kFeedForward runs only the feed-forward half on such a stream (for its
+  // hooks), leaving h unchanged (decoder_layer.h).
   virtual void forward_layer(float* h, int64_t T, const ForwardHooks* hooks = nullptr,
                              LayerPart part = LayerPart::kFull) = 0;
   // The final RMSNorm (lm_head's input) of h [T, hidden] into out.

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct PipelineSummary {
   uint64_t scaled_groups = 0;             // scaling groups a stage folded scales into (AWQ, SmoothQuant), per layer
   uint64_t unscaled_groups = 0;           // scaling groups left unscaled: no calibration token (MoE experts)
   std::vector<double> layer_seconds;      // wall time per decoder layer
+  // Wall seconds per named phase of a stage, summed over layers (e.g.
+  // "awq.grid.mlp_in.loss"): where a stage's time goes, for reports and benches.
+  std::map<std::string, double> phase_seconds;
+  std::map<std::string, double> phase_cpu_seconds;  // the same phases, process CPU seconds (all threads)
   std::vector<std::string> warnings;
   double seconds = 0;
 };
@@ -69,6 +74,25 @@ class LayerSession {
   // Runs every calibration sample's input to this layer through the layer's
   // current weights with `hooks`; the inputs are not changed.
   virtual void run(const engine::ForwardHooks& hooks, engine::LayerPart part = engine::LayerPart::kFull) = 0;
+  // The number of calibration samples; run() is run_sample(s) for s in order.
+  virtual size_t samples() const = 0;
+  // Sample s alone (its input is not changed: kFull runs on a copy).
+  virtual void run_sample(size_t s, const engine::ForwardHooks& hooks,
+                          engine::LayerPart part = engine::LayerPart::kFull) = 0;
+  // run_on for one state: `state` stands for sample s (its size is checked).
+  virtual void run_state(size_t s, std::vector<float>& state, const engine::ForwardHooks& hooks,
+                         engine::LayerPart part) = 0;
+  // Copies of every sample's input to this layer, [T_s, hidden] fp32 each,
+  // in sample order (what run() feeds the layer).
+  virtual std::vector<std::vector<float>> inputs() const = 0;
+  // Runs states[s] (sample s: inputs()[s], or kFirstHalf's result of it for
+  // kFeedForward) through `part` of the layer's current weights with
+  // `hooks`: in place for kFull / kFirstHalf, unchanged for kAttention /
+  // kFeedForward. So a stage can keep the first half's output and run the
+  // feed-forward half alone, as long as it changes no weight the first half
+  // reads. Throws kInternal when states do not match the samples' sizes.
+  virtual void run_on(std::vector<std::vector<float>>& states, const engine::ForwardHooks& hooks,
+                      engine::LayerPart part) = 0;
   // Targets not quantized yet, in forward order.
   virtual std::vector<QuantTarget> pending() const = 0;
   // Records module's quantized weight and puts `dequantized` ([out, in],

@@ -169,8 +169,11 @@ engine::LinearWeight awq_candidate(const engine::LinearWeight& w, const QuantSpe
   return out;
 }
 
-AwqScaleResult awq_search_scales(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
-                                 const AwqConfig& config, const AwqQuantOptions& options, const AwqLossFn& loss) {
+namespace {
+
+// Validates the search's inputs; returns w_mean (duo scaling) or empty.
+std::vector<double> check_search(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
+                                 const AwqConfig& config) {
   const int64_t n = static_cast<int64_t>(x_mean.size());
   if (linears.empty() || n == 0) usage("linears", "AWQ needs a group with linears and statistics");
   bool any_quantized = false;
@@ -189,17 +192,62 @@ AwqScaleResult awq_search_scales(std::span<const float> x_mean, const std::vecto
       throw Error(ErrorKind::kInvalidInput, "", "x_mean", msg);
     }
   }
-  const std::vector<double> w_mean = config.duo_scaling ? weight_means(linears, n) : std::vector<double>();
+  return config.duo_scaling ? weight_means(linears, n) : std::vector<double>();
+}
+
+AwqCandidates candidates_at(std::span<const float> s, const std::vector<AwqLinear>& linears,
+                            const AwqQuantOptions& options) {
+  AwqCandidates cand;
+  for (const AwqLinear& l : linears)
+    if (l.spec != nullptr) cand.emplace(l.name, awq_candidate(*l.weight, *l.spec, s, options, l.name));
+  return cand;
+}
+
+[[noreturn]] void all_non_finite() {
+  throw Error(ErrorKind::kInvalidInput, "", "loss", "every AWQ grid point gave a non-finite loss",
+              "check the calibration inputs and the inspected block for NaN / inf");
+}
+
+// Grid indices from `first` outward, each once.
+std::vector<int> visit_order(int n, int first) {
+  first = std::clamp(first, 0, n - 1);
+  std::vector<int> order{first};
+  for (int d = 1; static_cast<int>(order.size()) < n; ++d) {
+    if (first + d < n) order.push_back(first + d);
+    if (first - d >= 0) order.push_back(first - d);
+  }
+  return order;
+}
+
+// Sum of squared errors of one point over every part, in `order`, stopping
+// once the partial sum exceeds `bound`; returns the total in part index
+// order, or NaN when stopped or non-finite. se receives the part errors.
+double bounded_total(AwqPartLoss& loss, const std::vector<int64_t>& order, double bound, std::vector<double>& se) {
+  se.assign(static_cast<size_t>(loss.parts()), 0.0);
+  double partial = 0.0;
+  for (const int64_t p : order) {
+    const double v = loss.part_se(p);
+    se[static_cast<size_t>(p)] = v;
+    partial += v;
+    if (!(partial <= bound)) return std::numeric_limits<double>::quiet_NaN();  // also NaN
+  }
+  double total = 0.0;
+  for (const double v : se) total += v;
+  return total;
+}
+
+}  // namespace
+
+AwqScaleResult awq_search_scales(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
+                                 const AwqConfig& config, const AwqQuantOptions& options, const AwqLossFn& loss) {
+  const std::vector<double> w_mean = check_search(x_mean, linears, config);
   AwqScaleResult best;
   best.loss = std::numeric_limits<double>::infinity();
   bool found = false;
   for (int i = 0; i < config.n_grid; ++i) {
     const double ratio = static_cast<double>(i) / config.n_grid;
     std::vector<float> s = grid_scales(x_mean, w_mean, ratio, config.duo_scaling);
-    AwqCandidates cand;
-    for (const AwqLinear& l : linears)
-      if (l.spec != nullptr) cand.emplace(l.name, awq_candidate(*l.weight, *l.spec, s, options, l.name));
-    const double v = loss(cand);
+    const double v = loss(candidates_at(s, linears, options));
     best.losses.push_back(std::isfinite(v) ? v : std::numeric_limits<double>::quiet_NaN());
     if (std::isfinite(v) && v < best.loss) {
       best.loss = v;
@@ -208,9 +256,49 @@ AwqScaleResult awq_search_scales(std::span<const float> x_mean, const std::vecto
       found = true;
     }
   }
-  if (!found)
-    throw Error(ErrorKind::kInvalidInput, "", "loss", "every AWQ grid point gave a non-finite loss",
-                "check the calibration inputs and the inspected block for NaN / inf");
+  if (!found) all_non_finite();
+  return best;
+}
+
+AwqScaleResult awq_search_scales_pruned(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
+                                        const AwqConfig& config, const AwqQuantOptions& options, AwqPartLoss& loss,
+                                        int first) {
+  const std::vector<double> w_mean = check_search(x_mean, linears, config);
+  if (loss.parts() < 1 || !(loss.count() > 0.0)) usage("loss", "the AWQ loss needs parts and a positive count");
+  std::vector<int64_t> part_order(static_cast<size_t>(loss.parts()));
+  for (size_t p = 0; p < part_order.size(); ++p) part_order[p] = static_cast<int64_t>(p);
+  AwqScaleResult best;
+  best.losses.assign(static_cast<size_t>(config.n_grid), std::numeric_limits<double>::quiet_NaN());
+  best.loss = std::numeric_limits<double>::infinity();
+  int best_i = -1;
+  double best_total = std::numeric_limits<double>::infinity();
+  bool ordered = false;
+  std::vector<double> se;
+  for (const int i : visit_order(config.n_grid, first)) {
+    const double ratio = static_cast<double>(i) / config.n_grid;
+    std::vector<float> s = grid_scales(x_mean, w_mean, ratio, config.duo_scaling);
+    const AwqCandidates cand = candidates_at(s, linears, options);
+    loss.begin(cand);
+    const double bound = best_i < 0 ? std::numeric_limits<double>::infinity() : best_total * (1.0 + 1e-12);
+    const double total = bounded_total(loss, part_order, bound, se);
+    loss.end();
+    if (!std::isfinite(total)) continue;
+    const double v = total / loss.count();
+    best.losses[static_cast<size_t>(i)] = v;
+    if (!ordered) {  // the largest errors first: a worse point's sum passes the bound sooner
+      std::stable_sort(part_order.begin(), part_order.end(),
+                       [&](int64_t a, int64_t b) { return se[static_cast<size_t>(a)] > se[static_cast<size_t>(b)]; });
+      ordered = true;
+    }
+    if (v < best.loss || (v == best.loss && i < best_i)) {
+      best.loss = v;
+      best.ratio = ratio;
+      best.scales = std::move(s);
+      best_i = i;
+      best_total = total;
+    }
+  }
+  if (best_i < 0) all_non_finite();
   return best;
 }
 

@@ -124,6 +124,34 @@ AwqScaleResult awq_search_scales(std::span<const float> x_mean, const std::vecto
                                  const AwqConfig& config, const AwqQuantOptions& options,
                                  const AwqLossFn& loss);
 
+// The loss of awq_search_scales_pruned, in parts (e.g. one calibration sample
+// each): the MSE is (sum over parts of part_se) / count().
+class AwqPartLoss {
+ public:
+  virtual ~AwqPartLoss() = default;
+  virtual int64_t parts() const = 0;
+  virtual double count() const = 0;  // elements of the whole loss (its divisor), > 0
+  // Puts the candidates in place for the part_se calls until end() (they
+  // stay alive until then).
+  virtual void begin(const AwqCandidates& candidates) = 0;
+  // Sum of squared errors of part p (any order, any subset; NaN: excluded).
+  virtual double part_se(int64_t p) = 0;
+  virtual void end() = 0;
+};
+
+// The same search as awq_search_scales, with the same result (the first
+// strict minimum of loss_i = (sum_p se_i,p) / count, the parts summed in
+// index order), evaluated with fewer parts: the points are visited from
+// `first` outward (first, first + 1, first - 1, ...), the parts in
+// decreasing order of the first completed point's part errors, and a point
+// is dropped as soon as its partial sum exceeds the best total so far (with
+// a relative margin of 1e-12, far above the rounding of a reordered sum): a
+// sum of non-negative terms only grows, so a dropped point cannot be the
+// minimum. losses[i] is NaN for dropped points. Errors as awq_search_scales.
+AwqScaleResult awq_search_scales_pruned(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
+                                        const AwqConfig& config, const AwqQuantOptions& options, AwqPartLoss& loss,
+                                        int first = 0);
+
 // The candidate weight Q(W · diag(s)) · diag(s)^-1 of one linear (F32, bias
 // kept); exposed for callers and tests.
 engine::LinearWeight awq_candidate(const engine::LinearWeight& w, const QuantSpec& spec,

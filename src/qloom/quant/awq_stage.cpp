@@ -1,12 +1,14 @@
 #include "qloom/quant/awq_stage.h"
 
 #include <cmath>
-#include <limits>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/awq_group_loss.h"
 #include "qloom/quant/layer_fold.h"
+#include "qloom/quant/phase_timer.h"
 
 namespace qloom::quant {
 namespace {
@@ -19,26 +21,26 @@ constexpr const char* kPrefix = "algo_config.awq.";
               "clip_n_grid, clip_max_tokens, direct_loss_bytes");
 }
 
-// Puts `w` in place of a runner's linear until destroyed (the original is
-// moved aside, not copied).
-class WeightSwap {
- public:
-  void put(engine::LinearWeight& slot, const engine::LinearWeight& w) {
-    saved_.emplace_back(&slot, std::move(slot));
-    slot = w;
-  }
-  ~WeightSwap() {
-    for (auto& [slot, orig] : saved_) *slot = std::move(orig);
-  }
-
- private:
-  std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved_;
-};
+int stage_of(engine::LayerRunner& r, const std::string& module) {
+  for (const engine::LayerLinear& l : r.linears())
+    if (l.name == module) return l.stage;
+  return -1;
+}
 
 engine::LayerPart part_of(engine::LayerRunner& r, const std::string& module) {
-  for (const engine::LayerLinear& l : r.linears())
-    if (l.name == module) return l.stage <= 1 ? engine::LayerPart::kAttention : engine::LayerPart::kFull;
-  return engine::LayerPart::kFull;
+  const int st = stage_of(r, module);
+  return st >= 0 && st <= 1 ? engine::LayerPart::kAttention : engine::LayerPart::kFull;
+}
+
+// True when folding g changes only weights of the feed-forward half (every
+// reader and a producer linear are MLP / MoE linears; a producer norm read
+// only by them is the feed-forward norm), so the attention half's output
+// stays valid.
+bool feed_forward_group(engine::LayerRunner& r, const ScalingGroup& g) {
+  for (const std::vector<std::string>* v : {&g.linears, &g.fold_only})
+    for (const std::string& l : *v)
+      if (stage_of(r, l) < 2) return false;
+  return g.prev_kind == PrevKind::kNorm || stage_of(r, g.prev_op) >= 2;
 }
 
 class AwqStage final : public AlgorithmStage {
@@ -66,6 +68,10 @@ class AwqStage final : public AlgorithmStage {
  private:
   bool selected(const ScalingLayerEntry& e) const { return group_selected(c_.scaling_layers, e); }
   void note_skip(const ScalingLayerEntry& e, const std::string& why) { unscaled_.note(e, why); }
+  // How the group's passes run sample s: through `part`, or the
+  // feed-forward half alone on the kept first-half output (mid_).
+  // *ff: whether it is the latter.
+  AwqSampleRun runner_for(LayerSession& s, const ScalingGroup& g, engine::LayerPart part, bool* ff);
   // Returns false when the group's input saw no calibration token.
   bool search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
                        const std::string& out_module);
@@ -74,12 +80,18 @@ class AwqStage final : public AlgorithmStage {
   AwqStageConfig c_;
   ScalingLayersRecord record_;
   UnscaledGroups unscaled_;
+  // The layer's residual stream after its attention half, per sample
+  // (kFirstHalf), kept while only feed-forward weights change.
+  std::vector<std::vector<float>> mid_;
+  bool mid_valid_ = false;
+  std::map<std::string, int> last_best_;  // grid index chosen last, per group kind (search start)
 };
 
 void AwqStage::process_layer(LayerSession& s) {
   engine::LayerRunner& r = s.runner();
   const int layer = static_cast<int>(s.layer());
   std::vector<std::string> unrouted;
+  mid_valid_ = false;
   for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
     const ScalingLayerEntry e = scaling_entry_of(g, layer);
     if (!selected(e)) continue;
@@ -94,6 +106,8 @@ void AwqStage::process_layer(LayerSession& s) {
     }
     if (!search_and_fold(s, g, e, out_module)) unrouted.push_back(g.input_site);
   }
+  std::vector<std::vector<float>>().swap(mid_);
+  mid_valid_ = false;
   if (!unrouted.empty()) {
     std::string msg = "AWQ: " + std::to_string(unrouted.size()) + " scaling group(s) of layer " +
                       std::to_string(layer) +
@@ -106,48 +120,41 @@ void AwqStage::process_layer(LayerSession& s) {
   if (c_.search.clip) clip_layer(s);
 }
 
+AwqSampleRun AwqStage::runner_for(LayerSession& s, const ScalingGroup& g, engine::LayerPart part, bool* ff_run) {
+  const bool ff = part == engine::LayerPart::kFull && feed_forward_group(s.runner(), g);
+  *ff_run = false;
+  if (ff && !mid_valid_ && s.summary().activation_bytes <= c_.direct_loss_bytes) {
+    // Kept only within direct_loss_bytes (it is as large as the held inputs).
+    PhaseTimer t(s.summary(), "awq.first_half");
+    mid_ = s.inputs();
+    s.run_on(mid_, engine::ForwardHooks{}, engine::LayerPart::kFirstHalf);
+    mid_valid_ = true;
+  }
+  *ff_run = ff && mid_valid_;
+  if (*ff_run)
+    return [this, &s](size_t i, const engine::ForwardHooks& h) {
+      s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
+    };
+  return [&s, part](size_t i, const engine::ForwardHooks& h) { s.run_sample(i, h, part); };
+}
+
 bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
                                const std::string& out_module) {
   engine::LayerRunner& r = s.runner();
-  const engine::LayerPart part = part_of(r, out_module);
-  const size_t n = static_cast<size_t>(g.channels);
-  // A group that inspects its only linear (v -> o, up -> down, MoE experts)
-  // keeps that linear's inputs, within direct_loss_bytes, and evaluates each
-  // candidate on them directly instead of re-running the layer (the
-  // reference path, also taken past the budget).
-  const bool single = g.linears.size() == 1 && out_module == g.linears.front() && g.input_site == out_module;
-  bool direct = single;
-  std::vector<float> xs;
-  // Reference pass: mean |x| at the group's input, the inspected output.
-  std::vector<double> abs_sum(n, 0.0);
-  int64_t tokens = 0;
-  std::vector<float> ref;
-  engine::ForwardHooks hooks;
-  hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
-    if (site.module != g.input_site) return;
-    if (static_cast<size_t>(cols) != n)
-      throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
-    for (int64_t t = 0; t < rows; ++t)
-      for (size_t j = 0; j < n; ++j) abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));
-    tokens += rows;
-    if (!direct) return;
-    if ((xs.size() + static_cast<size_t>(rows * cols)) * sizeof(float) > c_.direct_loss_bytes) {
-      direct = false;
-      std::vector<float>().swap(xs);
-      return;
-    }
-    xs.insert(xs.end(), x, x + rows * cols);
-  };
-  hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
-    if (site.module == out_module) ref.insert(ref.end(), y, y + rows * cols);
-  };
-  s.run(hooks, part);
-  if (tokens == 0 || ref.empty()) {
+  bool ff = false;
+  const AwqSampleRun run = runner_for(s, g, part_of(r, out_module), &ff);
+  AwqReference ref;
+  {
+    PhaseTimer t(s.summary(), "awq.reference." + g.kind);
+    ref = awq_reference_pass(s.samples(), g, out_module, c_.direct_loss_bytes, run);
+  }
+  if (ref.tokens == 0 || ref.out.empty()) {
     ++s.summary().unscaled_groups;
     return false;
   }
+  const size_t n = static_cast<size_t>(g.channels);
   std::vector<float> x_mean(n);
-  for (size_t j = 0; j < n; ++j) x_mean[j] = static_cast<float>(abs_sum[j] / static_cast<double>(tokens));
+  for (size_t j = 0; j < n; ++j) x_mean[j] = static_cast<float>(ref.abs_sum[j] / static_cast<double>(ref.tokens));
 
   std::map<std::string, QuantTarget> targets;
   for (const QuantTarget& t : s.pending()) targets.emplace(t.linear.name, t);
@@ -161,48 +168,20 @@ bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const Sca
   qo.model_dtype = s.model_dtype();
   qo.threads = static_cast<unsigned>(s.pool().size());
 
-  std::vector<float> y;
-  const AwqLossFn direct_loss = [&](const AwqCandidates& cand) {
-    const engine::LinearWeight& w = cand.at(out_module);
-    const int64_t rows = static_cast<int64_t>(xs.size() / n);
-    y.resize(static_cast<size_t>(rows * w.out));
-    if (y.size() != ref.size()) return std::numeric_limits<double>::quiet_NaN();
-    engine::linear(xs.data(), rows, w, y.data(), s.pool());
-    double se = 0.0;
-    for (size_t i = 0; i < y.size(); ++i) {
-      const double d = static_cast<double>(y[i]) - ref[i];
-      se += d * d;
-    }
-    return se / static_cast<double>(ref.size());
-  };
-  const AwqLossFn loss = [&](const AwqCandidates& cand) {
-    if (direct) return direct_loss(cand);
-    double se = 0.0;
-    size_t off = 0;
-    {
-      WeightSwap swap;
-      for (const auto& [name, w] : cand) swap.put(r.linear(name), w);
-      engine::ForwardHooks h;
-      h.linear_output = [&](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
-        if (site.module != out_module) return;
-        const size_t m = static_cast<size_t>(rows * cols);
-        if (off + m > ref.size()) {
-          off = ref.size() + 1;  // shape mismatch: reported as a non-finite loss
-          return;
-        }
-        for (size_t i = 0; i < m; ++i) {
-          const double d = static_cast<double>(out[i]) - ref[off + i];
-          se += d * d;
-        }
-        off += m;
-      };
-      s.run(h, part);
-    }
-    if (off != ref.size()) return std::numeric_limits<double>::quiet_NaN();
-    return se / static_cast<double>(ref.size());
-  };
-  const AwqScaleResult best = awq_search_scales(x_mean, linears, c_.search, qo, loss);
+  AwqScaleResult best;
+  {
+    PhaseTimer t(s.summary(), "awq.grid." + g.kind);
+    AwqGroupLoss loss(r, std::move(ref), out_module, run, s.pool(), ff ? &mid_ : nullptr);
+    const auto it = last_best_.find(g.kind);
+    const int first = it != last_best_.end() ? it->second : c_.search.n_grid / 4;
+    best = awq_search_scales_pruned(x_mean, linears, c_.search, qo, loss, first);
+  }
+  last_best_[g.kind] = static_cast<int>(std::lround(best.ratio * c_.search.n_grid));
   fold_into_layer(s, g, best.scales);
+  if (!feed_forward_group(r, g)) {
+    std::vector<std::vector<float>>().swap(mid_);  // the attention half changed
+    mid_valid_ = false;
+  }
   ++s.summary().scaled_groups;
   record_.add(e);
   return true;
@@ -224,27 +203,39 @@ void AwqStage::clip_layer(LayerSession& s) {
   };
   std::map<std::string, Rows> rows;
   for (const QuantTarget& t : targets) rows[representative.at(t.linear.input_group)];
-  // Pass 1 counts the rows each input sees, pass 2 keeps every step-th one
-  // (step = n / min(n, clip_max_tokens), Quark's n_sample_token rule).
-  engine::ForwardHooks count;
-  count.linear_input = [&](const engine::LinearSite& site, float*, int64_t n, int64_t) {
-    if (auto it = rows.find(site.module); it != rows.end()) it->second.seen += n;
-  };
-  s.run(count, engine::LayerPart::kFull);
-  for (auto& [name, rw] : rows) {
-    rw.step = rw.seen > 0 ? rw.seen / std::min<int64_t>(rw.seen, c_.search.clip_max_tokens) : 1;
-    rw.seen = 0;
-  }
+  // Every step-th row an input sees, step = n / min(n, clip_max_tokens)
+  // (Quark's n_sample_token rule). The pass assumes n = every calibration
+  // token; an input that saw fewer rows (an MoE expert) is collected again
+  // in a second pass with its own step.
+  const int64_t all = static_cast<int64_t>(s.summary().tokens);
+  auto step_for = [&](int64_t n) { return n > 0 ? n / std::min<int64_t>(n, c_.search.clip_max_tokens) : 1; };
+  for (auto& [name, rw] : rows) rw.step = step_for(all);
+  std::set<std::string> only;  // second pass: just these
   engine::ForwardHooks keep;
   keep.linear_input = [&](const engine::LinearSite& site, float* x, int64_t n, int64_t cols) {
     auto it = rows.find(site.module);
-    if (it == rows.end()) return;
+    if (it == rows.end() || (!only.empty() && only.count(site.module) == 0)) return;
     Rows& rw = it->second;
     rw.cols = cols;
     for (int64_t t = 0; t < n; ++t, ++rw.seen)
       if (rw.seen % rw.step == 0) rw.x.insert(rw.x.end(), x + t * cols, x + (t + 1) * cols);
   };
-  s.run(keep, engine::LayerPart::kFull);
+  {
+    PhaseTimer t(s.summary(), "awq.clip.keep_pass");
+    s.run(keep, engine::LayerPart::kFull);
+  }
+  for (auto& [name, rw] : rows)
+    if (rw.seen != all) {
+      only.insert(name);
+      rw.step = step_for(rw.seen);
+      rw.seen = 0;
+      std::vector<float>().swap(rw.x);
+    }
+  if (!only.empty()) {
+    PhaseTimer t(s.summary(), "awq.clip.keep_pass");
+    s.run(keep, engine::LayerPart::kFull);
+  }
+  PhaseTimer timer(s.summary(), "awq.clip.search");
   for (const QuantTarget& t : targets) {
     const Rows& rw = rows.at(representative.at(t.linear.input_group));
     if (rw.x.empty()) continue;  // an MoE expert without tokens (warned with its scaling group)

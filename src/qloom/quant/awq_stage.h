@@ -20,22 +20,34 @@
 //       weights: mean |x| per channel at the group's input, and the output
 //       of the inspected block (self_attn -> o_proj's output, mlp -> down_proj's,
 //       a single linear -> its own) as the reference
-//     the grid search of awq_search_scales: for each ratio, the group's
-//       linears replaced by Q(W·s)/s, the samples run again (the attention
-//       half only when the inspected block is in attention), loss = MSE of
-//       the inspected output against the reference (r = 0 is plain RTN, so
-//       the chosen scales never lose to it on this loss). A group that
-//       inspects its only linear (v_proj -> o_proj, up_proj -> down_proj,
-//       each MoE expert's up -> down) keeps that linear's inputs from the
-//       reference pass (up to direct_loss_bytes, else it re-runs the layer) and
-//       evaluates the candidates on them directly: the same loss, without
-//       a layer pass per ratio (which would cost an MoE layer 21 passes per
-//       expert)
+//     the grid search (awq_search_scales_pruned, the result of
+//       awq_search_scales): for each ratio, the group's linears replaced by
+//       Q(W·s)/s, the samples run again, loss = MSE of the inspected output
+//       against the reference (r = 0 is plain RTN, so the chosen scales
+//       never lose to it on this loss). A group in the attention half runs
+//       the attention half only; a feed-forward group (every reader an
+//       MLP / MoE linear) runs the feed-forward half alone on the layer's
+//       first-half output, kept once per layer (LayerPart::kFirstHalf /
+//       kFeedForward; as large as the held inputs, kept within
+//       direct_loss_bytes); a group that inspects its only linear (v_proj ->
+//       o_proj, up_proj -> down_proj, each MoE expert's up -> down) keeps that
+//       linear's inputs from the reference pass (up to direct_loss_bytes, else
+//       it re-runs the layer) and evaluates the candidates on them directly.
+//       The loss is summed in parts (quant/awq_group_loss.h): one sample
+//       each, or, where every token's error is its own (feed-forward and
+//       single-linear groups), blocks of 128 tokens in decreasing order of
+//       the reference output's norm; a grid point is dropped once its
+//       partial sum passes the best total, the search starts from the ratio
+//       the previous layer chose for the same kind of group. Measured on
+//       SmolLM2-135M (64 c4 samples, 13,978 tokens, int4 g64, 1 thread, CPU
+//       seconds per layer): 25 s (every candidate a whole layer pass) -> 18
+//       (feed-forward half alone) -> ~12 (pruned, token parts), the same
+//       scales bit for bit (bench/awq_layer_bench digests)
 //     the best scales folded into the layer (fold_into_layer)
 //   then, with clip, the clip search (awq_search_clip) for every linear
 //   still to be quantized except q/k (awq_clip_applies), on the folded
 //   weight and the inputs it now sees (a token subsample, Quark's
-//   n_sample_token rule), applied to the float weight.
+//   n_sample_token rule, collected in one pass), applied to the float weight.
 // The stage quantizes nothing: the later stages (gptq) or the pipeline's RTN
 // quantize the folded, clipped weights, as Quark quantizes after AWQ.
 //
@@ -48,9 +60,12 @@
 // scaled and not clipped (counted in PipelineSummary::unscaled_groups, one
 // warning per layer); their linears are quantized as they are.
 // Memory: the inspected block's reference output (tokens x hidden fp32, as
-// much as the held activations), one candidate per linear of the group
-// (fp32), a single-linear group's inputs (at most direct_loss_bytes), and for the clip
-// search at most 2 x clip_max_tokens input rows per distinct linear input.
+// much as the held activations; twice that while token parts hold its
+// permuted copy), the kept first-half output and, for token parts, its
+// permuted copy (each as much as the held activations), one candidate per
+// linear of the group (fp32), a single-linear group's inputs (at most
+// direct_loss_bytes, twice while permuted), and for the clip search at most
+// 2 x clip_max_tokens input rows per distinct linear input.
 #pragma once
 
 #include <memory>

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/phase_timer.h"
 
 namespace qloom::quant {
 namespace {
@@ -96,8 +97,11 @@ void GptqStage::run_stage(LayerSession& s, const std::vector<QuantTarget>& targe
     auto it = acc.find(site.module);
     if (it != acc.end()) it->second->add(x, rows, &pool);
   };
-  s.run(hooks, part);
-
+  {
+    PhaseTimer t(s.summary(), "gptq.pass");
+    s.run(hooks, part);
+  }
+  PhaseTimer timer(s.summary(), "gptq.quantize");
   GptqOptions o;
   o.damp_percent = c_.damp_percent;
   o.block_size = c_.block_size;

@@ -7,6 +7,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/quant/activation_observer.h"
+#include "qloom/quant/phase_timer.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 
@@ -72,15 +73,36 @@ class Session final : public LayerSession {
   }
 
   void run(const engine::ForwardHooks& hooks, engine::LayerPart part) override {
-    for (size_t s = 0; s < p_.acts.size(); ++s) {
-      const int64_t T = p_.lengths[s];
-      if (part == engine::LayerPart::kAttention) {  // leaves h unchanged: no copy
-        p_.runner->forward_layer(p_.acts[s].data(), T, &hooks, part);
-      } else {
-        scratch_ = p_.acts[s];
-        p_.runner->forward_layer(scratch_.data(), T, &hooks, part);
-      }
+    for (size_t s = 0; s < p_.acts.size(); ++s) run_sample(s, hooks, part);
+  }
+
+  size_t samples() const override { return p_.acts.size(); }
+
+  void run_sample(size_t s, const engine::ForwardHooks& hooks, engine::LayerPart part) override {
+    if (s >= p_.acts.size()) throw Error(ErrorKind::kInternal, "", "sample", "run_sample: no such sample");
+    const int64_t T = p_.lengths[s];
+    if (part == engine::LayerPart::kAttention || part == engine::LayerPart::kFeedForward) {
+      p_.runner->forward_layer(p_.acts[s].data(), T, &hooks, part);  // leaves h unchanged: no copy
+    } else {
+      scratch_ = p_.acts[s];
+      p_.runner->forward_layer(scratch_.data(), T, &hooks, part);
     }
+  }
+
+  std::vector<std::vector<float>> inputs() const override { return p_.acts; }
+
+  void run_state(size_t s, std::vector<float>& state, const engine::ForwardHooks& hooks,
+                 engine::LayerPart part) override {
+    if (s >= p_.acts.size() || state.size() != p_.acts[s].size())
+      throw Error(ErrorKind::kInternal, "", "states", "a state's size differs from its sample's");
+    p_.runner->forward_layer(state.data(), p_.lengths[s], &hooks, part);
+  }
+
+  void run_on(std::vector<std::vector<float>>& states, const engine::ForwardHooks& hooks,
+              engine::LayerPart part) override {
+    if (states.size() != p_.acts.size())
+      throw Error(ErrorKind::kInternal, "", "states", "run_on needs one state per calibration sample");
+    for (size_t s = 0; s < states.size(); ++s) run_state(s, states[s], hooks, part);
   }
 
   void set_quantized(const std::string& module, QuantizedTensor qt, std::vector<float> dequantized) override {
@@ -207,7 +229,10 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
     }
     s.collect_modified();
   }
-  if (!float_calibration) observe_and_propagate();
+  if (!float_calibration) {
+    PhaseTimer t(p.summary, "pipeline.propagate");
+    observe_and_propagate();
+  }
   p.runner->unload();
   ++p.next;
   ++p.summary.layers;

@@ -1,0 +1,200 @@
+#include "qloom/quant/awq_group_loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "qloom/core/error.h"
+
+namespace qloom::quant {
+
+AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std::string& out_module,
+                                uint64_t direct_bytes, const AwqSampleRun& run) {
+  const size_t n = static_cast<size_t>(g.channels);
+  AwqReference ref;
+  ref.abs_sum.assign(n, 0.0);
+  ref.direct = g.linears.size() == 1 && out_module == g.linears.front() && g.input_site == out_module;
+  engine::ForwardHooks hooks;
+  hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
+    if (site.module != g.input_site) return;
+    if (static_cast<size_t>(cols) != n)
+      throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
+    for (int64_t t = 0; t < rows; ++t)
+      for (size_t j = 0; j < n; ++j)
+        ref.abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));
+    ref.tokens += rows;
+    if (!ref.direct) return;
+    if ((ref.xs.size() + static_cast<size_t>(rows * cols)) * sizeof(float) > direct_bytes) {
+      ref.direct = false;
+      std::vector<float>().swap(ref.xs);
+      return;
+    }
+    ref.xs.insert(ref.xs.end(), x, x + rows * cols);
+  };
+  hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
+    if (site.module == out_module) ref.out.insert(ref.out.end(), y, y + rows * cols);
+  };
+  for (size_t s = 0; s < samples; ++s) {
+    ref.out_off.push_back(ref.out.size());
+    ref.xs_off.push_back(ref.xs.size());
+    run(s, hooks);
+  }
+  ref.out_off.push_back(ref.out.size());
+  ref.xs_off.push_back(ref.xs.size());
+  if (!ref.direct) ref.xs_off.clear();
+  return ref;
+}
+
+AwqGroupLoss::AwqGroupLoss(engine::LayerRunner& runner, AwqReference ref, std::string out_module, AwqSampleRun run,
+                           ThreadPool& pool, const std::vector<std::vector<float>>* ff_states)
+    : runner_(runner), ref_(std::move(ref)), out_(std::move(out_module)), run_(std::move(run)), pool_(pool) {
+  parts_ = static_cast<int64_t>(ref_.out_off.size()) - 1;
+  permute_rows(ff_states);
+}
+
+void AwqGroupLoss::permute_rows(const std::vector<std::vector<float>>* ff) {
+  const int64_t D = runner_.config().hidden_size;
+  if (ref_.direct) {
+    if (ref_.xs.empty() || ref_.out.empty()) return;
+    const int64_t in = runner_.linear(out_).in;
+    rows_ = static_cast<int64_t>(ref_.xs.size()) / in;
+    if (rows_ * in != static_cast<int64_t>(ref_.xs.size()) || ref_.out.size() % static_cast<size_t>(rows_)) return;
+    hidden_ = in;
+  } else {
+    if (ff == nullptr) return;
+    int64_t n = 0;
+    for (const auto& x : *ff) n += static_cast<int64_t>(x.size()) / D;
+    rows_ = n;
+    hidden_ = D;
+    if (rows_ == 0 || ref_.out.size() % static_cast<size_t>(rows_)) return;
+  }
+  out_cols_ = static_cast<int64_t>(ref_.out.size()) / rows_;
+  std::vector<double> norm(static_cast<size_t>(rows_), 0.0);
+  for (int64_t t = 0; t < rows_; ++t)
+    for (int64_t c = 0; c < out_cols_; ++c) {
+      const double v = ref_.out[static_cast<size_t>(t * out_cols_ + c)];
+      norm[static_cast<size_t>(t)] += v * v;
+    }
+  std::vector<int64_t> perm(static_cast<size_t>(rows_));
+  for (int64_t t = 0; t < rows_; ++t) perm[static_cast<size_t>(t)] = t;
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int64_t a, int64_t b) { return norm[static_cast<size_t>(a)] > norm[static_cast<size_t>(b)]; });
+  auto gather = [&](const float* src, int64_t cols) {
+    std::vector<float> out(static_cast<size_t>(rows_ * cols));
+    for (int64_t t = 0; t < rows_; ++t)
+      std::copy_n(src + perm[static_cast<size_t>(t)] * cols, cols, out.data() + t * cols);
+    return out;
+  };
+  ref_.out = gather(ref_.out.data(), out_cols_);
+  if (ref_.direct) {
+    ref_.xs = gather(ref_.xs.data(), hidden_);
+  } else {
+    std::vector<const float*> row(static_cast<size_t>(rows_));  // global row -> its sample's row
+    size_t g = 0;
+    for (const auto& x : *ff)
+      for (size_t t = 0; t < x.size() / static_cast<size_t>(D); ++t) row[g++] = x.data() + t * static_cast<size_t>(D);
+    ff_in_.resize(static_cast<size_t>(rows_ * D));
+    for (int64_t t = 0; t < rows_; ++t) std::copy_n(row[static_cast<size_t>(perm[static_cast<size_t>(t)])], D,
+                                                    ff_in_.data() + t * D);
+  }
+  tokens_ = true;
+  parts_ = (rows_ + kTokenPart - 1) / kTokenPart;
+}
+
+AwqGroupLoss::~AwqGroupLoss() { end(); }
+
+void AwqGroupLoss::begin(const AwqCandidates& candidates) {
+  end();
+  if (ref_.direct) {
+    direct_w_ = &candidates.at(out_);
+    return;
+  }
+  for (const auto& [name, w] : candidates) {
+    engine::LinearWeight& slot = runner_.linear(name);
+    saved_.emplace_back(&slot, std::move(slot));
+    slot = w;
+  }
+}
+
+void AwqGroupLoss::end() {
+  for (auto& [slot, orig] : saved_) *slot = std::move(orig);
+  saved_.clear();
+  direct_w_ = nullptr;
+}
+
+double AwqGroupLoss::part_se(int64_t p) {
+  if (p < 0 || p >= parts()) throw Error(ErrorKind::kInternal, "", "part", "AWQ loss part out of range");
+  const size_t i = static_cast<size_t>(p);
+  if (tokens_) {
+    const size_t r0 = i * kTokenPart, r1 = std::min<size_t>(static_cast<size_t>(rows_), r0 + kTokenPart);
+    if (!ref_.direct) return ff_se(i);
+    return direct_se(r0 * hidden_, r1 * hidden_, r0 * out_cols_, r1 * out_cols_);
+  }
+  if (ref_.direct) return direct_se(ref_.xs_off[i], ref_.xs_off[i + 1], ref_.out_off[i], ref_.out_off[i + 1]);
+  return rerun_se(i);
+}
+
+double AwqGroupLoss::direct_se(size_t x0, size_t x1, size_t o0, size_t o1) {
+  const engine::LinearWeight& w = *direct_w_;
+  const int64_t rows = static_cast<int64_t>((x1 - x0) / static_cast<size_t>(w.in));
+  if (static_cast<size_t>(rows * w.out) != o1 - o0) return std::numeric_limits<double>::quiet_NaN();
+  if (rows == 0) return 0.0;
+  y_.resize(o1 - o0);
+  engine::linear(ref_.xs.data() + x0, rows, w, y_.data(), pool_);
+  double se = 0.0;
+  for (size_t i = 0; i < y_.size(); ++i) {
+    const double d = static_cast<double>(y_[i]) - ref_.out[o0 + i];
+    se += d * d;
+  }
+  return se;
+}
+
+double AwqGroupLoss::ff_se(size_t p) {
+  const int64_t r0 = static_cast<int64_t>(p) * kTokenPart, r1 = std::min(rows_, r0 + kTokenPart);
+  size_t off = static_cast<size_t>(r0 * out_cols_);
+  const size_t end = static_cast<size_t>(r1 * out_cols_);
+  bool bad = false;
+  double se = 0.0;
+  engine::ForwardHooks h;
+  h.linear_output = [&](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
+    if (site.module != out_) return;
+    const size_t m = static_cast<size_t>(rows * cols);
+    if (off + m > end) {
+      bad = true;
+      return;
+    }
+    for (size_t i = 0; i < m; ++i) {
+      const double d = static_cast<double>(out[i]) - ref_.out[off + i];
+      se += d * d;
+    }
+    off += m;
+  };
+  runner_.forward_layer(ff_in_.data() + r0 * hidden_, r1 - r0, &h, engine::LayerPart::kFeedForward);
+  return bad || off != end ? std::numeric_limits<double>::quiet_NaN() : se;
+}
+
+double AwqGroupLoss::rerun_se(size_t p) {
+  const size_t end = ref_.out_off[p + 1];
+  size_t off = ref_.out_off[p];
+  bool bad = false;
+  double se = 0.0;
+  engine::ForwardHooks h;
+  h.linear_output = [&](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
+    if (site.module != out_) return;
+    const size_t m = static_cast<size_t>(rows * cols);
+    if (off + m > end) {
+      bad = true;  // shape mismatch: reported as a non-finite loss
+      return;
+    }
+    for (size_t i = 0; i < m; ++i) {
+      const double d = static_cast<double>(out[i]) - ref_.out[off + i];
+      se += d * d;
+    }
+    off += m;
+  };
+  run_(p, h);
+  return bad || off != end ? std::numeric_limits<double>::quiet_NaN() : se;
+}
+
+}  // namespace qloom::quant
