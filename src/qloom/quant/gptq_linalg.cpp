@@ -120,7 +120,7 @@ bool all_kept(Mask m, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
 
 template <class T>
 struct Scratch {
-  std::vector<T> c, apack, bpack;
+  std::vector<T> c;
 };
 
 // One register tile at (i0, j0) over a k slice of kc: ap / bp are the tile's
@@ -181,9 +181,24 @@ void pack_a(const Job<T>& g, int64_t MR, int64_t k0, int64_t k1, int64_t r0, int
   }
 }
 
-// Tasks: blocks of kTileRows x kTileRows register tiles, k slices outermost
-// inside a task (A's and B's packed slices stay in cache), spread over the
-// threads round-robin. Any split gives the same bits.
+// body(i) for i in [0, n), round-robin over the pool's threads.
+template <class F>
+void round_robin(int64_t n, ThreadPool* pool, F&& body) {
+  const int64_t P = pool ? pool->size() : 1;
+  if (P <= 1 || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  pool->parallel_for(P, [&](int64_t b, int64_t e) {
+    for (int64_t w = b; w < e; ++w)
+      for (int64_t i = w; i < n; i += P) body(i);
+  });
+}
+
+// Per k slice of kKC: A and B packed once (all row tiles, all column panels),
+// then tasks of kTileRows x kTileRows register tiles spread over the threads
+// round-robin. Slices run in order, so every chain keeps its order; any
+// split of the tiles gives the same bits.
 template <class T>
 void run(const Job<T>& g, ThreadPool* pool) {
   if (g.m <= 0 || g.n <= 0 || g.K <= 0) return;
@@ -195,29 +210,34 @@ void run(const Job<T>& g, ThreadPool* pool) {
     const int64_t i0 = t / cbs * RB, j0 = t % cbs * CB;
     if (any_kept(g.mask, i0, std::min(g.m, i0 + RB), j0, std::min(g.n, j0 + CB))) tasks.push_back(t);
   }
-  auto run_task = [&](int64_t t, Scratch<T>& s) {
-    const int64_t r0 = t / cbs * RB, r1 = std::min(g.m, r0 + RB), c0 = t % cbs * CB, c1 = std::min(g.n, c0 + CB);
-    for (int64_t k0 = 0; k0 < g.K; k0 += kKC) {
-      const int64_t k1 = std::min(g.K, k0 + kKC), kc = k1 - k0;
-      pack_a(g, MR, k0, k1, r0, r1, s.apack);
-      pack_b(g, ks, k0, k1, c0, c1, s.bpack);
+  if (!pool || g.m * g.n * g.K < kSerialMacs) pool = nullptr;
+  const int64_t tiles = (g.m + MR - 1) / MR, panels = (g.n + NR - 1) / NR;
+  std::vector<T> apack, bpack;
+  for (int64_t k0 = 0; k0 < g.K; k0 += kKC) {
+    const int64_t k1 = std::min(g.K, k0 + kKC), kc = k1 - k0;
+    apack.resize(static_cast<size_t>(tiles * MR * kc));
+    bpack.resize(static_cast<size_t>(panels * NR * kc));
+    round_robin(rbs + cbs, pool, [&](int64_t i) {  // row blocks' A, column blocks' B
+      std::vector<T> tmp;
+      if (i < rbs) {
+        const int64_t r0 = i * RB, r1 = std::min(g.m, r0 + RB);
+        pack_a(g, MR, k0, k1, r0, r1, tmp);
+        std::copy(tmp.begin(), tmp.end(), apack.begin() + r0 * kc);
+      } else {
+        const int64_t c0 = (i - rbs) * CB, c1 = std::min(g.n, c0 + CB);
+        pack_b(g, ks, k0, k1, c0, c1, tmp);
+        std::copy(tmp.begin(), tmp.end(), bpack.begin() + c0 * kc);
+      }
+    });
+    round_robin(static_cast<int64_t>(tasks.size()), pool, [&](int64_t ti) {
+      const int64_t t = tasks[static_cast<size_t>(ti)];
+      const int64_t r0 = t / cbs * RB, r1 = std::min(g.m, r0 + RB), c0 = t % cbs * CB, c1 = std::min(g.n, c0 + CB);
+      Scratch<T> s;
       for (int64_t j0 = c0; j0 < c1; j0 += NR)
         for (int64_t i0 = r0; i0 < r1; i0 += MR)
-          tile(g, ks, i0, j0, kc, s.apack.data() + (i0 - r0) / MR * kc * MR,
-               s.bpack.data() + (j0 - c0) / NR * kc * NR, s);
-    }
-  };
-  const int64_t P = pool ? pool->size() : 1, nt = static_cast<int64_t>(tasks.size());
-  if (P <= 1 || nt <= 1 || g.m * g.n * g.K < kSerialMacs) {
-    Scratch<T> s;
-    for (int64_t t : tasks) run_task(t, s);
-    return;
+          tile(g, ks, i0, j0, kc, apack.data() + i0 * kc, bpack.data() + j0 * kc, s);
+    });
   }
-  pool->parallel_for(P, [&](int64_t b, int64_t e) {
-    Scratch<T> s;
-    for (int64_t w = b; w < e; ++w)
-      for (int64_t t = w; t < nt; t += P) run_task(tasks[static_cast<size_t>(t)], s);
-  });
 }
 
 // body(begin, end) over [0, n) in chunks of `chunk`, round-robin on the pool.
