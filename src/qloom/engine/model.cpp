@@ -12,6 +12,7 @@
 #include "qloom/engine/kv_cache.h"
 #include "qloom/engine/norms.h"
 #include "qloom/engine/weight_loader.h"
+#include "qloom/io/config_sizes.h"
 #include "qloom/io/model_dir.h"
 
 namespace qloom::engine {
@@ -97,7 +98,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& model_dir, const
   const std::string label = (model_dir / "config.json").string();
   // Size fields against the tensors present (io/config_sizes.h) before
   // anything is sized by them.
-  if (!dir.weight_files().empty()) (void)dir.weights();
+  if (!dir.weight_files().empty()) io::check_config_sizes(dir.config(), dir.weights(), label);
   ModelConfig config = ModelConfig::parse(dir.config(), label);
   const Architecture* arch = find_architecture(config.model_type);
   if (!arch) throw Error(ErrorKind::kInternal, label, "model_type", "architecture table out of sync");

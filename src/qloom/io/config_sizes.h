@@ -2,7 +2,8 @@
 // weights actually hold, before anything loops over or allocates by them
 // (issue 12: a config claiming 10^12 layers for a 5-layer checkpoint must be
 // bad input, not "out of memory" or a hang). ModelDir::weights() runs it on
-// every open, so every command that reads weights gets it.
+// every open of an unquantized checkpoint, so every command that reads its
+// weights gets it; the engine runs it on quantized ones too.
 //
 // Checked (HF decoder naming, "model.layers.N." and the multimodal
 // "model.language_model." / "language_model.model." prefixes; the text part
