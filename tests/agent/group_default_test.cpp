@@ -15,6 +15,7 @@
 #include "qloom/agent/intent.h"
 #include "qloom/agent/model_analysis.h"
 #include "qloom/agent/quant_plan.h"
+#include "agent/agent_fixture.h"
 #include "support/temp_dir.h"
 
 namespace qloom::agent {
@@ -24,17 +25,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using oj = nlohmann::ordered_json;
 
-const oj& env() {
-  static const oj e = collect_environment_json();
-  return e;
-}
+using test::env;
 
-IntentContext context() {
-  IntentContext c;
-  c.demo_model_dir = QLOOM_DEMO_MODEL_DIR;
-  c.output_root = "/ws";
-  return c;
-}
+IntentContext context() { return test::demo_context(); }
 
 // SmolLM2-135M's shapes, config only (intake never reads weights).
 class SmolShapes : public ::testing::Test {

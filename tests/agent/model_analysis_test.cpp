@@ -22,6 +22,7 @@
 #include "qloom/io/weight_index.h"
 #include "qloom/quant/layer_selection.h"
 #include "support/expect_error.h"
+#include "agent/agent_fixture.h"
 #include "support/temp_dir.h"
 
 namespace qloom::agent {
@@ -31,10 +32,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using oj = nlohmann::ordered_json;
 
-const oj& env() {
-  static const oj e = collect_environment_json();
-  return e;
-}
+using test::env;
 
 std::string violations(const json& artifact) {
   std::string s;

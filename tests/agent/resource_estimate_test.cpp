@@ -16,6 +16,7 @@
 #include "qloom/io/weight_index.h"
 #include "qloom/quant/scheme_registry.h"
 #include "support/expect_error.h"
+#include "agent/agent_fixture.h"
 #include "support/temp_dir.h"
 
 namespace qloom::agent {
@@ -25,10 +26,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using oj = nlohmann::ordered_json;
 
-const oj& env() {
-  static const oj e = collect_environment_json();
-  return e;
-}
+using test::env;
 
 const oj& demo() {
   static const oj a = analyze_model("demo", QLOOM_DEMO_MODEL_DIR, env());
