@@ -27,9 +27,9 @@ build: setup
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The demo needs the CLI alone: no tests, benchmarks, tools or fuzzers, and no
-# test venv (make test creates it later in the same build dir).
+# test venv and no real test model (make test adds both later in the same build dir).
 setup-demo:
-	@scripts/setup --build-dir $(BUILD) --no-venv
+	@scripts/setup --build-dir $(BUILD) --no-venv --no-real
 
 build-demo: setup-demo
 	cmake --build $(BUILD) -j $(JOBS) --target qloom_cli
