@@ -150,51 +150,58 @@ double AwqGroupLoss::direct_se(size_t x0, size_t x1, size_t o0, size_t o1) {
   return se;
 }
 
+namespace {
+
+// Squared error of the output of linear `module` against ref[begin, end),
+// in the order the forward pass produces it; NaN when the shapes disagree
+// (more or fewer values than the reference range holds).
+class OutputSquaredError {
+ public:
+  OutputSquaredError(const std::string& module, const std::vector<float>& ref, size_t begin, size_t end)
+      : module_(module), ref_(ref), off_(begin), end_(end) {}
+
+  engine::ForwardHooks hooks() {
+    engine::ForwardHooks h;
+    h.linear_output = [this](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
+      if (site.module != module_) return;
+      const size_t m = static_cast<size_t>(rows * cols);
+      if (off_ + m > end_) {
+        bad_ = true;
+        return;
+      }
+      for (size_t i = 0; i < m; ++i) {
+        const double d = static_cast<double>(out[i]) - ref_[off_ + i];
+        se_ += d * d;
+      }
+      off_ += m;
+    };
+    return h;
+  }
+  double result() const { return bad_ || off_ != end_ ? std::numeric_limits<double>::quiet_NaN() : se_; }
+
+ private:
+  const std::string& module_;
+  const std::vector<float>& ref_;
+  size_t off_, end_;
+  bool bad_ = false;
+  double se_ = 0.0;
+};
+
+}  // namespace
+
 double AwqGroupLoss::ff_se(size_t p) {
   const int64_t r0 = static_cast<int64_t>(p) * kTokenPart, r1 = std::min(rows_, r0 + kTokenPart);
-  size_t off = static_cast<size_t>(r0 * out_cols_);
-  const size_t end = static_cast<size_t>(r1 * out_cols_);
-  bool bad = false;
-  double se = 0.0;
-  engine::ForwardHooks h;
-  h.linear_output = [&](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
-    if (site.module != out_) return;
-    const size_t m = static_cast<size_t>(rows * cols);
-    if (off + m > end) {
-      bad = true;
-      return;
-    }
-    for (size_t i = 0; i < m; ++i) {
-      const double d = static_cast<double>(out[i]) - ref_.out[off + i];
-      se += d * d;
-    }
-    off += m;
-  };
+  OutputSquaredError se(out_, ref_.out, static_cast<size_t>(r0 * out_cols_), static_cast<size_t>(r1 * out_cols_));
+  const engine::ForwardHooks h = se.hooks();
   runner_.forward_layer(ff_in_.data() + r0 * hidden_, r1 - r0, &h, engine::LayerPart::kFeedForward);
-  return bad || off != end ? std::numeric_limits<double>::quiet_NaN() : se;
+  return se.result();
 }
 
 double AwqGroupLoss::rerun_se(size_t p) {
-  const size_t end = ref_.out_off[p + 1];
-  size_t off = ref_.out_off[p];
-  bool bad = false;
-  double se = 0.0;
-  engine::ForwardHooks h;
-  h.linear_output = [&](const engine::LinearSite& site, float* out, int64_t rows, int64_t cols) {
-    if (site.module != out_) return;
-    const size_t m = static_cast<size_t>(rows * cols);
-    if (off + m > end) {
-      bad = true;  // shape mismatch: reported as a non-finite loss
-      return;
-    }
-    for (size_t i = 0; i < m; ++i) {
-      const double d = static_cast<double>(out[i]) - ref_.out[off + i];
-      se += d * d;
-    }
-    off += m;
-  };
+  OutputSquaredError se(out_, ref_.out, ref_.out_off[p], ref_.out_off[p + 1]);
+  const engine::ForwardHooks h = se.hooks();
   run_(p, h);
-  return bad || off != end ? std::numeric_limits<double>::quiet_NaN() : se;
+  return se.result();
 }
 
 }  // namespace qloom::quant
