@@ -4,6 +4,7 @@
 // called with the same inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "engine/engine_fixture.h"
@@ -123,6 +124,52 @@ TEST_P(LayerRunnerGolden, HalvesComputeTheFullLayer) {
     ASSERT_EQ(half_log.data.size(), full_log.data.size());
     for (size_t c = 0; c < full_log.data.size(); ++c)
       ASSERT_EQ(half_log.data[c], full_log.data[c]) << full_log.calls[c] << ", layer " << i;
+    runner->unload();
+  }
+}
+
+// Stage by stage: the same calls as kFull (bit for bit), each linear once;
+// at stage s, `in` is exactly what every stage-s linear reads; the residual
+// stream ends as kFull's output. MoE layers refuse.
+TEST_P(LayerRunnerGolden, StepsComputeTheFullLayer) {
+  const auto dir = test::engine_data_dir() / GetParam();
+  const test::Reference ref = test::read_reference(dir);
+  LoadOptions opt;
+  opt.threads = 2;
+  auto runner = LayerRunner::open(dir, opt);
+  const int64_t T = static_cast<int64_t>(ref.tokens_long.size());
+  std::vector<float> h = runner->embed(ref.tokens_long);
+  for (int64_t i = 0; i < runner->config().num_layers; ++i) {
+    runner->load_layer(i);
+    std::vector<float> stepped = h;
+    LayerStep st;
+    if (!runner->steppable()) {
+      EXPECT_THROW(runner->advance_layer(stepped.data(), T, st, 0), Error) << "layer " << i;
+      runner->forward_layer(h.data(), T);
+      runner->unload();
+      continue;
+    }
+    CallLog full_log, step_log;
+    const ForwardHooks fh = full_log.hooks(), sh = step_log.hooks();
+    std::map<int, std::vector<float>> stage_in;
+    for (int to = 0; to <= kLayerDone; ++to) {
+      runner->advance_layer(stepped.data(), T, st, to, &sh);
+      EXPECT_EQ(st.reached, to);
+      if (to < kLayerDone) stage_in[to] = st.in;
+    }
+    EXPECT_TRUE(st.in.empty());
+    EXPECT_THROW(runner->advance_layer(stepped.data(), T, st, kLayerDone), Error);
+    runner->forward_layer(h.data(), T, &fh);
+    ASSERT_EQ(step_log.calls, full_log.calls) << "layer " << i;
+    for (size_t c = 0; c < full_log.data.size(); ++c)
+      ASSERT_EQ(step_log.data[c], full_log.data[c]) << full_log.calls[c] << ", layer " << i;
+    ASSERT_EQ(stepped, h) << "layer " << i;
+    for (const LayerLinear& l : runner->linears()) {
+      const auto at = std::find(full_log.calls.begin(), full_log.calls.end(), "in " + l.name);
+      ASSERT_NE(at, full_log.calls.end()) << l.name;
+      EXPECT_EQ(full_log.data[static_cast<size_t>(at - full_log.calls.begin())], stage_in.at(l.stage))
+          << l.name << " (stage " << l.stage << "), layer " << i;
+    }
     runner->unload();
   }
 }

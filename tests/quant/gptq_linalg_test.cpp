@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "qloom/core/convert.h"
@@ -100,6 +101,31 @@ TEST(GptqLinalg, SyrkMatchesReferenceBitwise) {
         syrk_upper_add(X.data(), rows, n, c.data(), p);
         return c;
       }, "syrk");
+    }
+  }
+}
+
+// The float chain HessianAccumulator sums each block of rows with: tiny and
+// huge values near float's range ends, NaN / inf rows, odd sizes.
+TEST(GptqLinalg, FloatSyrkMatchesReferenceBitwise) {
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {128, 65}, {257, 130}, {40, 301}, {17, 576}}) {
+    for (int v = 0; v < 5; ++v) {
+      SCOPED_TRACE(testing::Message() << rows << " x " << n << " values " << v);
+      Rng r(static_cast<uint64_t>(rows * 1000 + n + v));
+      std::vector<float> X(static_cast<size_t>(rows * n)), C0(static_cast<size_t>(n * n), 0.0f);
+      const double scale = v == 1 ? 1e-19 : v == 2 ? 1e18 : 1.0;
+      for (auto& x : X) x = static_cast<float>(r.normal() * scale);
+      if (v == 3) X[static_cast<size_t>((rows / 2) * n)] = std::numeric_limits<float>::quiet_NaN();
+      if (v == 4) X[static_cast<size_t>(n - 1)] = std::numeric_limits<float>::infinity();
+      if (v == 0)
+        for (auto& c : C0) c = static_cast<float>(r.normal());
+      std::vector<float> ref = C0;
+      syrk_upper_add_ref(X.data(), rows, n, ref.data());
+      expect_all_equal(ref, [&](ThreadPool* p) {
+        std::vector<float> c = C0;
+        syrk_upper_add(X.data(), rows, n, c.data(), p);
+        return c;
+      }, "syrk f32");
     }
   }
 }

@@ -5,6 +5,7 @@
 // groups, dead columns, Cholesky failure -> RTN fallback).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
 #include "qloom/quant/gptq.h"
+#include "qloom/quant/gptq_linalg.h"
 #include "qloom/quant/gptq_linalg_kernels.h"
 #include "qloom/quant/quantize_ref.h"
 #include "quant/weight_gen.h"
@@ -237,9 +239,45 @@ TEST(HessianAccumulator, MatchesTwoOverNSumOfOuterProducts) {
       double s = 0;
       for (int64_t t = 0; t < n; ++t)
         s += static_cast<double>(X[static_cast<size_t>(t * cols + i)]) * X[static_cast<size_t>(t * cols + j)];
-      ASSERT_NEAR(H[static_cast<size_t>(i * cols + j)], 2.0 * s / n, 1e-9 * (1 + std::fabs(s)));
+      ASSERT_NEAR(H[static_cast<size_t>(i * cols + j)], 2.0 * s / n, 1e-6 * (1 + std::fabs(s)));
     }
   EXPECT_EQ(HessianAccumulator(4).hessian(), std::vector<double>(16, 0.0));
+}
+
+// Blocks of kBlockRows rows of the stream, whatever add() gets: the bits
+// are those of the plain per-block float chains added to a double total,
+// for any split of the rows, with hessian() read mid-stream or not.
+TEST(HessianAccumulator, BlocksOfTheRowStreamWhateverTheBatching) {
+  const int64_t cols = 70, n = 3 * HessianAccumulator::kBlockRows + 45;
+  const std::vector<float> X = make_inputs(n, cols, 5);
+  std::vector<double> sum(static_cast<size_t>(cols * cols), 0.0);
+  for (int64_t b = 0; b < n; b += HessianAccumulator::kBlockRows) {
+    const int64_t rows = std::min(HessianAccumulator::kBlockRows, n - b);
+    std::vector<float> blk(static_cast<size_t>(cols * cols), 0.0f);
+    linalg::syrk_upper_add_ref(X.data() + b * cols, rows, cols, blk.data());
+    for (size_t k = 0; k < blk.size(); ++k) sum[k] += blk[k];
+  }
+  std::vector<double> want(sum.size());
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t j = i; j < cols; ++j)
+      want[static_cast<size_t>(i * cols + j)] = want[static_cast<size_t>(j * cols + i)] =
+          2.0 / static_cast<double>(n) * sum[static_cast<size_t>(i * cols + j)];
+  const std::vector<std::vector<int64_t>> splits = {{n}, {1, n - 1}, {127, 2, 300, n - 429}, {200, 200, n - 400}};
+  for (const auto& split : splits)
+    for (unsigned threads : {1u, 3u}) {
+      ThreadPool pool(threads);
+      HessianAccumulator acc(cols);
+      int64_t at = 0;
+      for (int64_t rows : split) {
+        acc.add(X.data() + at * cols, rows, &pool);
+        at += rows;
+        if (at == 200) (void)acc.hessian();  // reading does not close the open block
+      }
+      const std::vector<double> mid = acc.hessian();
+      const std::vector<double> got = acc.take_hessian();
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(double))) << split.size() << " parts";
+      ASSERT_EQ(0, std::memcmp(mid.data(), want.data(), want.size() * sizeof(double)));
+    }
 }
 
 TEST(GptqCholesky, UpperFactorOfTheDampedInverse) {
@@ -311,8 +349,10 @@ TEST(Gptq, MatchesStraightforwardImplementation) {
     // The blocked version updates W in float, the reference in double: a
     // code may flip where a value sits on a rounding boundary (and the flip
     // then shifts later columns of that row slightly). Measured: no flip at
-    // all in 15360 codes for every case (qloom's own fixed-order kernels: the
-    // count is the same on every machine, whatever OPENBLAS_CORETYPE says).
+    // all in 15360 codes for every case but dynamic groups, whose scale is
+    // taken from the updated weights at each group's start, so one flip can
+    // re-round a group: 20 there (qloom's own fixed-order kernels: the counts
+    // are the same on every machine, whatever OPENBLAS_CORETYPE says).
     size_t differ = 0;
     double max_diff = 0, scale = 0;
     for (size_t i = 0; i < r.codes.size(); ++i) {
@@ -321,7 +361,7 @@ TEST(Gptq, MatchesStraightforwardImplementation) {
       scale = std::max(scale, static_cast<double>(std::fabs(r.deq[i])));
     }
     std::printf("[ gptq ] %-26s codes differing from the reference: %zu of %zu\n", c.name, differ, r.codes.size());
-    EXPECT_LE(differ, r.codes.size() / 1000);
+    EXPECT_LE(differ, c.static_groups ? r.codes.size() / 1000 : r.codes.size() / 400);
     const double e_gptq = output_mse(pr.W, g.dequantized, pr.H, 48, 320);
     const double e_ref = output_mse(pr.W, r.deq, pr.H, 48, 320);
     EXPECT_NEAR(e_gptq, e_ref, 1e-3 * e_ref);

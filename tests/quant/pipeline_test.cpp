@@ -191,6 +191,60 @@ TEST(PipelineGptq, SequentialAndOnePassAgreeOnTheFirstStage) {
   EXPECT_NE(results[0].at(down).codes, results[1].at(down).codes);
 }
 
+// GPTQ run stage by stage in one pass (and, claiming every linear, producing
+// the next layer's inputs with the static-scale observations) is the very
+// arithmetic of one pass per stage plus the pipeline's propagation: every
+// layer's codes, scales and observed amax are equal, for all linears and for
+// a subset (the rest round-to-nearest after GPTQ, propagated by the pipeline).
+class PipelineGptqStepped : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PipelineGptqStepped, SameBytesAsOnePassPerStage) {
+  const fs::path dir = test::engine_data_dir() / GetParam();
+  for (const bool subset : {false, true}) {
+    std::vector<LayerResult> results[2];
+    std::map<std::string, float> heads[2];
+    for (int stepped = 0; stepped < 2; ++stepped) {
+      PipelineRequest req;
+      req.model_dir = dir;
+      req.weight_specs = all_linears(dir, 16);
+      req.model_dtype = DType::kF32;
+      for (const auto& [m, spec] : req.weight_specs) {
+        req.observe_inputs.insert(m);
+        req.observe_outputs.insert(m);
+      }
+      req.observe_inputs.insert("lm_head");
+      GptqConfig c = GptqConfig::from_json({{"desc_act", false}, {"static_groups", false}});
+      c.stepped = stepped == 1;
+      if (subset) c.inside_layer_modules = {"self_attn.o_proj", "mlp.up_proj", "mlp.gate_up_proj"};
+      std::vector<std::unique_ptr<AlgorithmStage>> stages;
+      stages.push_back(make_gptq_stage(c));
+      CalibrationPipeline p(req, samples_of(dir, 3), std::move(stages));
+      for (int64_t i = 0; i < p.num_layers(); ++i) results[stepped].push_back(p.run_layer(i));
+      heads[stepped] = p.finish();
+      if (stepped == 1 && !subset) EXPECT_EQ(p.summary().phase_seconds.count("pipeline.propagate"), 0u);
+      if (stepped == 1 && subset) EXPECT_EQ(p.summary().phase_seconds.count("pipeline.propagate"), 1u);
+      EXPECT_GT(p.summary().algo_linears, 0u);
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    for (size_t l = 0; l < results[0].size(); ++l) {
+      const LayerResult &a = results[0][l], &b = results[1][l];
+      ASSERT_EQ(a.weights.size(), b.weights.size());
+      for (const auto& [name, qa] : a.weights) {
+        const QuantizedTensor& qb = b.weights.at(name);
+        EXPECT_EQ(qa.codes, qb.codes) << name << (subset ? " (subset)" : "");
+        EXPECT_EQ(qa.scales, qb.scales) << name;
+      }
+      EXPECT_FALSE(a.input_amax.empty());
+      EXPECT_EQ(a.input_amax, b.input_amax) << "layer " << l;
+      EXPECT_EQ(a.output_amax, b.output_amax) << "layer " << l;
+    }
+    EXPECT_EQ(heads[0], heads[1]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, PipelineGptqStepped, ::testing::Values("llama", "gemma2", "phi3", "qwen3"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
 TEST(GptqConfig, StrictKeysAndQuarksDict) {
   const GptqConfig d = GptqConfig::from_json(nullptr);
   EXPECT_EQ(d.block_size, 128);

@@ -128,9 +128,9 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
   });
 }
 
-void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
-                     const AttentionWeights& w, const Rope& rope, const float* h, int64_t T,
-                     int64_t pos0, float* kc, float* vc, float* out) {
+void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
+                       const Rope& rope, const float* h, int64_t T, int64_t pos0, float* kc, float* vc,
+                       float* context) {
   const int64_t hd = s.head_dim, qn = s.heads * hd, kn = s.kv_heads * hd;
   std::vector<float> q(static_cast<size_t>(T * qn)), k(static_cast<size_t>(T * kn)),
       v(static_cast<size_t>(T * kn));
@@ -163,9 +163,15 @@ void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
   });
   std::memcpy(kc + pos0 * kn, k.data(), sizeof(float) * T * kn);
   std::memcpy(vc + pos0 * kn, v.data(), sizeof(float) * T * kn);
-  std::vector<float> ctx_out(static_cast<size_t>(T * qn));
-  attend(s, q.data(), T, pos0, kc, vc, ctx_out.data(), ctx.pool);
-  ctx.run_linear(w.o, layer, ctx_out.data(), T, out);
+  attend(s, q.data(), T, pos0, kc, vc, context, ctx.pool);
+}
+
+void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
+                     const AttentionWeights& w, const Rope& rope, const float* h, int64_t T,
+                     int64_t pos0, float* kc, float* vc, float* out) {
+  std::vector<float> context(static_cast<size_t>(T * s.heads * s.head_dim));
+  attention_context(ctx, layer, s, w, rope, h, T, pos0, kc, vc, context.data());
+  ctx.run_linear(w.o, layer, context.data(), T, out);
 }
 
 }  // namespace qloom::engine

@@ -35,9 +35,16 @@ void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0
 // The whole attention sub-block: h [T, hidden] -> out [T, hidden]. Writes
 // this layer's K/V at positions [pos0, pos0 + T) of `kc` / `vc` (this layer's
 // key / value buffers, row stride kv_heads*head_dim, holding positions
-// [0, pos0) already) and attends over [0, pos0 + T).
+// [0, pos0) already) and attends over [0, pos0 + T). It is
+// attention_context followed by o_proj on the context.
 void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
                      const AttentionWeights& w, const Rope& rope, const float* h, int64_t T,
                      int64_t pos0, float* kc, float* vc, float* out);
+
+// Everything before o_proj: q/k/v, q/k norm, RoPE, the K/V append, attend.
+// context: [T, heads*head_dim], o_proj's input.
+void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
+                       const Rope& rope, const float* h, int64_t T, int64_t pos0, float* kc, float* vc,
+                       float* context);
 
 }  // namespace qloom::engine

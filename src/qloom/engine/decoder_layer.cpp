@@ -50,33 +50,54 @@ void embed_tokens(const ModelConfig& c, const LinearWeight& e, std::span<const i
   }
 }
 
-void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
-                       float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc, LayerPart part) {
-  const ModelConfig& c = *s.config;
-  const int64_t D = c.hidden_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
+namespace {
+
+AttentionShape attention_shape(const ModelConfig& c, int layer) {
   AttentionShape shape;
   shape.heads = c.num_heads;
   shape.kv_heads = c.num_kv_heads;
   shape.head_dim = c.head_dim;
   shape.scale = static_cast<float>(c.attn_scale);
   shape.softcap = static_cast<float>(c.attn_logit_softcapping);
-  shape.norm_eps = eps;
+  shape.norm_eps = static_cast<float>(c.rms_norm_eps);
   const bool sliding = c.layer_sliding[static_cast<size_t>(layer)] != 0;
   shape.window = sliding ? c.sliding_window : 0;
-  const bool sandwich = s.arch->sandwich_norms;
+  return shape;
+}
 
+const Rope& layer_rope(const DecoderSetup& s, int layer) {
+  return s.config->layer_sliding[static_cast<size_t>(layer)] != 0 ? s.rope_local : s.rope_global;
+}
+
+// x += y, after the sub-block's own output norm where the architecture has
+// one (gemma2/3 sandwich norms). y is overwritten.
+void add_residual(ForwardContext& ctx, const DecoderSetup& s, const std::vector<float>& out_norm, float* x, float* y,
+                  int64_t T) {
+  const int64_t D = s.config->hidden_size;
+  if (s.arch->sandwich_norms) rms_norm(y, y, T, D, out_norm.data(), static_cast<float>(s.config->rms_norm_eps), &ctx.pool);
+  for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+}
+
+const std::vector<float>& ff_input_norm(const DecoderSetup& s, const LayerWeights& L) {
+  return s.arch->sandwich_norms ? L.pre_ff_norm : L.post_attention_norm;
+}
+
+}  // namespace
+
+void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
+                       float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc, LayerPart part) {
+  const ModelConfig& c = *s.config;
+  const int64_t D = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
   if (part != LayerPart::kFeedForward) {
     rms_norm(x, h, T, D, L.input_norm.data(), eps, &ctx.pool);
-    attention_block(ctx, layer, shape, L.attn, sliding ? s.rope_local : s.rope_global, h, T, pos0, kc, vc, y);
+    attention_block(ctx, layer, attention_shape(c, layer), L.attn, layer_rope(s, layer), h, T, pos0, kc, vc, y);
     if (part == LayerPart::kAttention) return;
-    if (sandwich) rms_norm(y, y, T, D, L.post_attention_norm.data(), eps, &ctx.pool);
-    for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+    add_residual(ctx, s, L.post_attention_norm, x, y, T);
     if (part == LayerPart::kFirstHalf) return;
   }
 
-  const float* ff_norm = sandwich ? L.pre_ff_norm.data() : L.post_attention_norm.data();
-  rms_norm(x, h, T, D, ff_norm, eps, &ctx.pool);
+  rms_norm(x, h, T, D, ff_input_norm(s, L).data(), eps, &ctx.pool);
   if (L.is_moe) {
     const MoeShape moe_shape{c.num_experts_per_tok, c.norm_topk_prob};
     moe_block(ctx, layer, moe_shape, L.moe, s.act, h, T, y);
@@ -84,8 +105,52 @@ void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, co
     mlp_block(ctx, layer, L.mlp, s.act, h, T, y);
   }
   if (part == LayerPart::kFeedForward) return;
-  if (sandwich) rms_norm(y, y, T, D, L.post_ff_norm.data(), eps, &ctx.pool);
-  for (int64_t i = 0; i < T * D; ++i) x[i] += y[i];
+  add_residual(ctx, s, L.post_ff_norm, x, y, T);
+}
+
+void advance_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
+                           float* y, int64_t T, float* kc, float* vc, LayerStep& st, int to) {
+  if (L.is_moe)
+    throw Error(ErrorKind::kUnsupported, "", "layer " + std::to_string(layer),
+                "an MoE layer cannot be run stage by stage (its experts' inputs are routed)",
+                "run it with LayerPart::kFull / kFirstHalf / kFeedForward");
+  if (to <= st.reached || to > kLayerDone)
+    throw Error(ErrorKind::kUsage, "", "layer " + std::to_string(layer),
+                "cannot advance a layer from stage " + std::to_string(st.reached) + " to " + std::to_string(to));
+  const ModelConfig& c = *s.config;
+  const int64_t D = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  std::vector<float> next;
+  for (int k = st.reached + 1; k <= to; ++k) {
+    switch (k) {
+      case 0:  // the attention input
+        next.resize(static_cast<size_t>(T * D));
+        rms_norm(x, next.data(), T, D, L.input_norm.data(), eps, &ctx.pool);
+        break;
+      case 1:  // q/k/v run: the attention context, o_proj's input
+        next.resize(static_cast<size_t>(T * c.num_heads * c.head_dim));
+        attention_context(ctx, layer, attention_shape(c, layer), L.attn, layer_rope(s, layer), st.in.data(), T, 0,
+                          kc, vc, next.data());
+        break;
+      case 2:  // o_proj runs: the feed-forward input
+        ctx.run_linear(L.attn.o, layer, st.in.data(), T, y);
+        add_residual(ctx, s, L.post_attention_norm, x, y, T);
+        next.resize(static_cast<size_t>(T * D));
+        rms_norm(x, next.data(), T, D, ff_input_norm(s, L).data(), eps, &ctx.pool);
+        break;
+      case 3:  // gate/up run: down_proj's input
+        next.resize(static_cast<size_t>(T * L.mlp.down.w.in));
+        mlp_inner(ctx, layer, L.mlp, s.act, st.in.data(), T, next.data());
+        break;
+      default:  // down_proj runs: the layer's output
+        ctx.run_linear(L.mlp.down, layer, st.in.data(), T, y);
+        add_residual(ctx, s, L.post_ff_norm, x, y, T);
+        next.clear();
+        next.shrink_to_fit();
+    }
+    st.in.swap(next);
+    st.reached = k;
+  }
 }
 
 }  // namespace qloom::engine

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "qloom/engine/activations.h"
 #include "qloom/engine/architecture.h"
@@ -57,5 +58,29 @@ enum class LayerPart {
 void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
                        float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc,
                        LayerPart part = LayerPart::kFull);
+
+// A dense (not MoE) decoder layer run one linear stage at a time
+// (LayerLinear::stage: 0 q/k/v, 1 o_proj, 2 gate/up, 3 down), for
+// true-sequential calibration: a stage's linears can be changed (quantized)
+// after their input is seen and before they run, and nothing upstream runs
+// twice. After advancing to stage s (0..3), `in` holds the input every
+// stage-s linear reads ([T, its in_features]: the attention input, the
+// attention context, the feed-forward input, the gated activation); the
+// linears of stages < s have run, with the hooks, once each; the residual
+// stream x holds what those stages added. Advancing to kLayerDone runs the
+// rest: x is then the layer's output, bit for bit what kFull computes from
+// the same weights.
+inline constexpr int kLayerDone = 4;
+struct LayerStep {
+  int reached = -1;  // the stage whose input is in `in`; -1 before the first
+  std::vector<float> in;
+};
+
+// Advances `st` on the residual stream x [T, hidden] (positions 0..T-1) to
+// stage `to` (> st.reached, <= kLayerDone); h, y: scratch of T*hidden floats;
+// kc / vc: T*kv_heads*head_dim floats. Throws kUnsupported for an MoE layer
+// and kUsage for a `to` that does not lie ahead.
+void advance_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
+                           float* y, int64_t T, float* kc, float* vc, LayerStep& st, int to);
 
 }  // namespace qloom::engine

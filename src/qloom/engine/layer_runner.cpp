@@ -70,22 +70,35 @@ class LayerRunnerImpl final : public LayerRunner {
   void forward_layer(float* h, int64_t T, const ForwardHooks* hooks, LayerPart part) override {
     require_layer();
     if (T <= 0) return;
-    const size_t n = static_cast<size_t>(T * config_.hidden_size);
-    const size_t kv = static_cast<size_t>(T * config_.num_kv_heads * config_.head_dim);
-    y_.resize(n);
-    scratch_.resize(n);
-    kc_.resize(kv);
-    vc_.resize(kv);
+    size_scratch(T);
     ForwardContext ctx{pool_, hooks};
     run_decoder_layer(ctx, setup_, static_cast<int>(index_), layer_, h, scratch_.data(), y_.data(), T, 0,
                       kc_.data(), vc_.data(), part);
   }
+
+  void advance_layer(float* h, int64_t T, LayerStep& step, int to, const ForwardHooks* hooks) override {
+    require_layer();
+    if (T <= 0) return;
+    size_scratch(T);
+    ForwardContext ctx{pool_, hooks};
+    advance_decoder_layer(ctx, setup_, static_cast<int>(index_), layer_, h, y_.data(), T, kc_.data(), vc_.data(),
+                          step, to);
+  }
+  bool steppable() const override { return index_ >= 0 && !layer_.is_moe; }
 
   void final_norm(const float* h, int64_t T, float* out) override {
     rms_norm(h, out, T, config_.hidden_size, final_norm_.data(), static_cast<float>(config_.rms_norm_eps), &pool_);
   }
 
  private:
+  void size_scratch(int64_t T) {
+    const size_t n = static_cast<size_t>(T * config_.hidden_size);
+    const size_t kv = static_cast<size_t>(T * config_.num_kv_heads * config_.head_dim);
+    y_.resize(n);
+    scratch_.resize(n);
+    kc_.resize(kv);
+    vc_.resize(kv);
+  }
   void require_layer() const {
     if (index_ < 0) throw Error(ErrorKind::kUsage, label_, "layer", "no decoder layer is loaded (call load_layer)");
   }

@@ -89,6 +89,14 @@ class LayerRunner {
   // hooks), leaving h unchanged (decoder_layer.h).
   virtual void forward_layer(float* h, int64_t T, const ForwardHooks* hooks = nullptr,
                              LayerPart part = LayerPart::kFull) = 0;
+  // Runs the loaded layer on one sequence h [T, hidden] (positions 0..T-1)
+  // stage by stage: advances `step` to stage `to` (decoder_layer.h,
+  // advance_decoder_layer), updating h with what the stages that ran add to
+  // the residual stream. A step belongs to one sequence and one loaded layer.
+  // Throws kUnsupported for an MoE layer (see steppable()).
+  virtual void advance_layer(float* h, int64_t T, LayerStep& step, int to, const ForwardHooks* hooks = nullptr) = 0;
+  // True when the loaded layer can be advanced stage by stage (a dense layer).
+  virtual bool steppable() const = 0;
   // The final RMSNorm (lm_head's input) of h [T, hidden] into out.
   virtual void final_norm(const float* h, int64_t T, float* out) = 0;
 };

@@ -93,6 +93,19 @@ class LayerSession {
   // reads. Throws kInternal when states do not match the samples' sizes.
   virtual void run_on(std::vector<std::vector<float>>& states, const engine::ForwardHooks& hooks,
                       engine::LayerPart part) = 0;
+  // For a stage that runs the layer's final weights itself (GPTQ's
+  // stage-by-stage pass quantizes each linear before it runs): the samples'
+  // inputs to this layer, to be replaced in place by the layer's outputs,
+  // so the pipeline need not run the layer once more. Null unless the
+  // calling stage is the layer's last. A stage that takes them must, before
+  // it returns, have quantized every pending linear (set_quantized), written
+  // every sample's output computed with the quantized weights, run each
+  // linear exactly once per sample with propagation_hooks() (they observe
+  // static-scale amax), and called outputs_written(); or leave them
+  // untouched and not call it.
+  virtual std::vector<std::vector<float>>* layer_io() = 0;
+  virtual engine::ForwardHooks propagation_hooks() = 0;
+  virtual void outputs_written() = 0;
   // Targets not quantized yet, in forward order.
   virtual std::vector<QuantTarget> pending() const = 0;
   // Records module's quantized weight and puts `dequantized` ([out, in],

@@ -54,17 +54,45 @@ void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool* pool) {
   if (rows <= 0) return;
   const int64_t n = cols_;
   if (sum_.empty()) sum_.assign(static_cast<size_t>(n * n), 0.0);  // after take_hessian()
-  xd_.resize(static_cast<size_t>(rows * n));
-  for (int64_t i = 0; i < rows * n; ++i) xd_[static_cast<size_t>(i)] = x[i];
-  // sum[i, j] (j >= i) += Σ_r x[r, i] x[r, j], one FMA chain per element
-  // over the rows in order (across add() calls too): the same bits for any
-  // thread count, ISA or batching of the rows.
-  linalg::syrk_upper_add(xd_.data(), rows, n, sum_.data(), pool);
+  last_pool_ = pool;
   n_ += static_cast<uint64_t>(rows);
+  while (rows > 0) {
+    if (open_rows_ == 0 && rows >= kBlockRows) {  // a whole block straight from x
+      add_block(x, kBlockRows, pool);
+    } else {
+      const int64_t take = std::min(rows, kBlockRows - open_rows_);
+      open_.resize(static_cast<size_t>(kBlockRows * n));
+      std::copy(x, x + take * n, open_.begin() + open_rows_ * n);
+      open_rows_ += take;
+      if (open_rows_ == kBlockRows) flush(pool);
+      x += take * n;
+      rows -= take;
+      continue;
+    }
+    x += kBlockRows * n;
+    rows -= kBlockRows;
+  }
+}
+
+void HessianAccumulator::add_block(const float* x, int64_t rows, ThreadPool* pool) {
+  const int64_t n = cols_;
+  block_.assign(static_cast<size_t>(n * n), 0.0f);
+  linalg::syrk_upper_add(x, rows, n, block_.data(), pool);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j) sum_[static_cast<size_t>(i * n + j)] += block_[static_cast<size_t>(i * n + j)];
+}
+
+void HessianAccumulator::flush(ThreadPool* pool) {
+  if (open_rows_ == 0) return;
+  add_block(open_.data(), open_rows_, pool);
+  open_rows_ = 0;
 }
 
 std::vector<double> HessianAccumulator::take_hessian() {
   const int64_t n = cols_;
+  flush(last_pool_);
+  std::vector<float>().swap(block_);
+  std::vector<float>().swap(open_);
   std::vector<double> h;
   h.swap(sum_);
   h.resize(static_cast<size_t>(n * n), 0.0);
@@ -87,10 +115,16 @@ std::vector<double> HessianAccumulator::hessian() const {
   const int64_t n = cols_;
   std::vector<double> h(static_cast<size_t>(n * n), 0.0);
   if (n_ == 0 || sum_.empty()) return h;
+  std::vector<float> open_sum;  // the open block's Σ, added as flush() would
+  if (open_rows_ > 0) {
+    open_sum.assign(static_cast<size_t>(n * n), 0.0f);
+    linalg::syrk_upper_add(open_.data(), open_rows_, n, open_sum.data(), last_pool_);
+  }
   const double f = 2.0 / static_cast<double>(n_);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j) {
-      const double v = f * sum_[static_cast<size_t>(i * n + j)];
+      const size_t k = static_cast<size_t>(i * n + j);
+      const double v = f * (open_sum.empty() ? sum_[k] : sum_[k] + open_sum[k]);
       h[static_cast<size_t>(i * n + j)] = v;
       h[static_cast<size_t>(j * n + i)] = v;
     }

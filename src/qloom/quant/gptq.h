@@ -42,9 +42,15 @@
 
 namespace qloom::quant {
 
-// Accumulates Σ x xᵀ (double) over the rows of a linear's inputs.
+// Accumulates Σ x xᵀ over the rows of a linear's inputs: the row stream
+// (however add() splits it) is cut into blocks of kBlockRows rows; each
+// block's Σ is one float FMA chain per element over its rows in order
+// (linalg::syrk_upper_add), added in block order to a double total. So the
+// bits depend on the rows alone, not on thread count, ISA or batching, and
+// the float chains (twice the double FMA rate) never run longer than a block.
 class HessianAccumulator {
  public:
+  static constexpr int64_t kBlockRows = 512;
   explicit HessianAccumulator(int64_t cols);
   // x [rows, cols] row-major (NaN / inf rows are the caller's problem: they
   // make H non-finite and GPTQ fall back to RTN).
@@ -57,10 +63,16 @@ class HessianAccumulator {
   std::vector<double> take_hessian();
 
  private:
+  void add_block(const float* x, int64_t rows, ThreadPool* pool);  // one block's Σ into sum_
+  void flush(ThreadPool* pool);                                     // the open block, if any
+
   int64_t cols_;
   uint64_t n_ = 0;
-  std::vector<double> sum_;  // upper triangle (row <= col) holds Σ x xᵀ
-  std::vector<double> xd_;   // scratch: x in double
+  std::vector<double> sum_;   // upper triangle (row <= col) holds Σ x xᵀ
+  std::vector<float> open_;   // rows of the block not yet summed [open_rows_, cols]
+  int64_t open_rows_ = 0;
+  std::vector<float> block_;  // scratch: one block's Σ (upper triangle)
+  ThreadPool* last_pool_ = nullptr;
 };
 
 struct GptqOptions {

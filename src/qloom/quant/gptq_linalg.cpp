@@ -264,8 +264,11 @@ const char* kernel_isa() { return kernels<double>()->name; }
 
 // ------------------------------------------------------------------ SYRK
 
-void syrk_upper_add(const double* X, int64_t rows, int64_t n, double* C, ThreadPool* pool) {
-  Job<double> g;
+namespace {
+
+template <class T>
+void syrk_upper(const T* X, int64_t rows, int64_t n, T* C, ThreadPool* pool) {
+  Job<T> g;
   g.m = g.n = n, g.K = rows;
   g.a = X, g.rsa = 1, g.csa = n;  // A[i, r] = X[r, i]
   g.b = X, g.ldb = n;
@@ -274,14 +277,26 @@ void syrk_upper_add(const double* X, int64_t rows, int64_t n, double* C, ThreadP
   run(g, pool);
 }
 
-void syrk_upper_add_ref(const double* X, int64_t rows, int64_t n, double* C) {
+template <class T>
+void syrk_upper_ref(const T* X, int64_t rows, int64_t n, T* C) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = i; j < n; ++j) {
-      double acc = C[i * n + j];
+      T acc = C[i * n + j];
       for (int64_t r = 0; r < rows; ++r) acc = std::fma(X[r * n + i], X[r * n + j], acc);
       C[i * n + j] = acc;
     }
 }
+
+}  // namespace
+
+void syrk_upper_add(const double* X, int64_t rows, int64_t n, double* C, ThreadPool* pool) {
+  syrk_upper(X, rows, n, C, pool);
+}
+void syrk_upper_add_ref(const double* X, int64_t rows, int64_t n, double* C) { syrk_upper_ref(X, rows, n, C); }
+void syrk_upper_add(const float* X, int64_t rows, int64_t n, float* C, ThreadPool* pool) {
+  syrk_upper(X, rows, n, C, pool);
+}
+void syrk_upper_add_ref(const float* X, int64_t rows, int64_t n, float* C) { syrk_upper_ref(X, rows, n, C); }
 
 // -------------------------------------------------------------- Cholesky
 

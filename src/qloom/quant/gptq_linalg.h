@@ -27,6 +27,9 @@ namespace qloom::quant::linalg {
 // touched). X [rows, n], C [n, n] (ld n).
 void syrk_upper_add(const double* X, int64_t rows, int64_t n, double* C, ThreadPool* pool);
 void syrk_upper_add_ref(const double* X, int64_t rows, int64_t n, double* C);
+// The same chain in float (HessianAccumulator's per-block sums).
+void syrk_upper_add(const float* X, int64_t rows, int64_t n, float* C, ThreadPool* pool);
+void syrk_upper_add_ref(const float* X, int64_t rows, int64_t n, float* C);
 
 // In place: the lower triangle (with the diagonal) of A [n, n] becomes L with
 // A = L Lᵀ (A's values are read from the lower triangle only). For column j:

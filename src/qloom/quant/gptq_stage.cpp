@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -54,6 +55,10 @@ class GptqStage final : public AlgorithmStage {
     return false;
   }
   void run_stage(LayerSession& s, const std::vector<QuantTarget>& targets, engine::LayerPart part);
+  void run_stepped(LayerSession& s, const std::vector<QuantTarget>& mine);
+  void quantize_targets(LayerSession& s, const std::vector<QuantTarget>& targets,
+                        const std::map<std::string, HessianAccumulator*>& of_target);
+  GptqOptions options() const;
 
   GptqConfig c_;
   std::vector<std::string> seen_;  // effective inside_layer_modules (layer-relative)
@@ -67,6 +72,10 @@ void GptqStage::process_layer(LayerSession& s) {
   if (mine.empty()) return;
   if (!c_.true_sequential) {
     run_stage(s, mine, engine::LayerPart::kFull);
+    return;
+  }
+  if (c_.stepped && s.runner().steppable()) {
+    run_stepped(s, mine);
     return;
   }
   for (int stage = 0; stage <= 3; ++stage) {
@@ -101,13 +110,67 @@ void GptqStage::run_stage(LayerSession& s, const std::vector<QuantTarget>& targe
     PhaseTimer t(s.summary(), "gptq.pass");
     s.run(hooks, part);
   }
-  PhaseTimer timer(s.summary(), "gptq.quantize");
+  quantize_targets(s, targets, of_target);
+}
+
+// True-sequential on a dense layer in one pass: each stage's Hessian is the
+// input the stage's linears read (LayerStep::in), with the earlier stages
+// already quantized; the stage is quantized before the step that runs it.
+// As the layer's last stage claiming every pending linear, it advances the
+// samples' own inputs to the layer's outputs (the pipeline's propagation);
+// otherwise it works on copies and stops after the last stage's Hessian.
+void GptqStage::run_stepped(LayerSession& s, const std::vector<QuantTarget>& mine) {
+  std::vector<std::vector<float>>* io = mine.size() == s.pending().size() ? s.layer_io() : nullptr;
+  std::vector<std::vector<float>> copies;
+  if (!io) copies = s.inputs();
+  std::vector<std::vector<float>>& xs = io ? *io : copies;
+  const engine::ForwardHooks hooks = io ? s.propagation_hooks() : engine::ForwardHooks{};
+  const int64_t hidden = s.runner().config().hidden_size;
+  std::vector<engine::LayerStep> steps(xs.size());
+  auto advance = [&](int to, HessianAccumulator* acc) {
+    PhaseTimer t(s.summary(), "gptq.pass");
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t T = static_cast<int64_t>(xs[i].size()) / hidden;
+      s.runner().advance_layer(xs[i].data(), T, steps[i], to, &hooks);
+      if (acc) acc->add(steps[i].in.data(), T, &s.pool());
+    }
+  };
+  int last = -1;
+  for (const QuantTarget& t : mine) last = std::max(last, t.linear.stage);
+  for (int stage = 0; stage <= last; ++stage) {
+    std::vector<QuantTarget> part;
+    for (const QuantTarget& t : mine)
+      if (t.linear.stage == stage) part.push_back(t);
+    std::unique_ptr<HessianAccumulator> acc;
+    if (!part.empty()) acc = std::make_unique<HessianAccumulator>(part.front().linear.weight->in);
+    advance(stage, acc.get());
+    if (part.empty()) continue;
+    std::map<std::string, HessianAccumulator*> of_target;
+    for (const QuantTarget& t : part) of_target[t.linear.name] = acc.get();
+    quantize_targets(s, part, of_target);
+  }
+  if (!io) return;
+  advance(engine::kLayerDone, nullptr);
+  s.outputs_written();
+}
+
+GptqOptions GptqStage::options() const {
   GptqOptions o;
   o.damp_percent = c_.damp_percent;
   o.block_size = c_.block_size;
   o.act_order = c_.desc_act;
   o.static_groups = c_.static_groups;
   o.damp_retries = c_.damp_retries;
+  return o;
+}
+
+// GPTQ on each target from its accumulated Hessian (`of_target`; targets
+// sharing an accumulator share it: the last one takes it without a copy).
+void GptqStage::quantize_targets(LayerSession& s, const std::vector<QuantTarget>& targets,
+                                 const std::map<std::string, HessianAccumulator*>& of_target) {
+  PhaseTimer timer(s.summary(), "gptq.quantize");
+  const GptqOptions o = options();
+  ThreadPool& pool = s.pool();
   std::map<const HessianAccumulator*, int> users;  // the last user takes H without a copy
   for (const auto& [name, a] : of_target) ++users[a];
   std::vector<std::string> unrouted;

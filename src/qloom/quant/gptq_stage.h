@@ -13,8 +13,11 @@
 // q/k/v, o, gate/up (+ experts'), down). With true_sequential each stage's
 // Hessians are collected with the earlier stages already quantized (Quark
 // quantizes module by module with a forward each; linears sharing an input
-// give the same result in one pass); otherwise all Hessians come from one
-// pass over the float layer. Linears sharing an input share one Hessian.
+// give the same result in one pass; a dense layer is run stage by stage
+// once, each stage quantized before it runs, and, when GPTQ is the layer's
+// last stage and claims all its linears, that pass also produces the next
+// layer's inputs); otherwise all Hessians come from one pass over the float
+// layer. Linears sharing an input share one Hessian.
 // An MoE expert that received no calibration token is left to the
 // pipeline's RTN (counted in unrouted_experts, with a warning); a Cholesky
 // failure falls back to RTN (algo_fallbacks, warning).
@@ -43,6 +46,10 @@ struct GptqConfig {
   std::string model_decoder_layers = "model.layers";
   bool true_sequential = true;  // qloom only
   int damp_retries = 4;         // qloom only
+  // Not a config key: true_sequential on a dense layer runs it stage by
+  // stage in one pass (LayerRunner::advance_layer), the same arithmetic as
+  // one pass per stage (false: what MoE layers do; tests compare the two).
+  bool stepped = true;
 
   // Strict: `j` null/absent keys take the defaults; unknown keys, wrong
   // types, name other than "gptq", desc_act without static_groups, or

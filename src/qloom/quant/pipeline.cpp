@@ -35,6 +35,21 @@ struct CalibrationPipeline::Impl {
 
 namespace {
 
+// The hooks of the pass that produces the next layer's inputs: they record
+// the static-scale amax of the observed linears' inputs and outputs.
+engine::ForwardHooks observe_hooks(const PipelineRequest& req, LayerResult& out) {
+  engine::ForwardHooks hooks;
+  if (!req.observe_inputs.empty())
+    hooks.linear_input = [&req, &out](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+      if (req.observe_inputs.count(s.module)) record_amax(out.input_amax, s.module, abs_max(x, rows * cols));
+    };
+  if (!req.observe_outputs.empty())
+    hooks.linear_output = [&req, &out](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+      if (req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, abs_max(y, rows * cols));
+    };
+  return hooks;
+}
+
 class Session final : public LayerSession {
  public:
   Session(CalibrationPipeline::Impl& p, LayerResult& out) : p_(p), out_(out) {
@@ -52,6 +67,18 @@ class Session final : public LayerSession {
   PipelineSummary& summary() override { return p_.summary; }
   void warn(const std::string& m) override { p_.summary.warnings.push_back(m); }
   std::vector<QuantTarget> pending() const override { return pending_; }
+
+  // Which of the layer's stages is running (layer_io is for the last one).
+  void set_stage(size_t i) { last_stage_ = i + 1 == p_.stages.size(); }
+  std::vector<std::vector<float>>* layer_io() override { return last_stage_ && !written_ ? &p_.acts : nullptr; }
+  engine::ForwardHooks propagation_hooks() override { return observe_hooks(p_.req, out_); }
+  void outputs_written() override {
+    if (!last_stage_ || !pending_.empty())
+      throw Error(ErrorKind::kInternal, "", "layer " + std::to_string(layer()),
+                  "outputs_written with linears still pending or from a stage that is not the last");
+    written_ = true;
+  }
+  bool written() const { return written_; }
   bool quantized(const std::string& module) const override { return out_.weights.count(module) != 0; }
 
   void mark_modified(const std::string& tensor) override {
@@ -106,6 +133,8 @@ class Session final : public LayerSession {
   }
 
   void set_quantized(const std::string& module, QuantizedTensor qt, std::vector<float> dequantized) override {
+    if (written_)
+      throw Error(ErrorKind::kInternal, "", module, "set_quantized after the layer's outputs were written");
     auto it = std::find_if(pending_.begin(), pending_.end(),
                            [&](const QuantTarget& t) { return t.linear.name == module; });
     if (it == pending_.end())
@@ -140,6 +169,7 @@ class Session final : public LayerSession {
   LayerResult& out_;
   std::vector<QuantTarget> pending_;
   std::set<std::string> modified_;
+  bool last_stage_ = false, written_ = false;
   std::vector<float> scratch_;
 };
 
@@ -191,15 +221,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
   // One pass over the samples produces the next layer's inputs and observes
   // the static activation / KV amax.
   auto observe_and_propagate = [&] {
-    engine::ForwardHooks hooks;
-    if (!p.req.observe_inputs.empty())
-      hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
-        if (p.req.observe_inputs.count(s.module)) record_amax(out.input_amax, s.module, abs_max(x, rows * cols));
-      };
-    if (!p.req.observe_outputs.empty())
-      hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
-        if (p.req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, abs_max(y, rows * cols));
-      };
+    const engine::ForwardHooks hooks = observe_hooks(p.req, out);
     for (size_t s = 0; s < p.acts.size(); ++s) p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
   };
   // Without algorithm stages (round-to-nearest weights, static scales only)
@@ -209,9 +231,14 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
   // next layer's inputs, as sequential GPTQ does.
   const bool float_calibration = p.stages.empty();
   if (float_calibration) observe_and_propagate();
+  bool propagated = float_calibration;
   {
     Session s(p, out);
-    for (auto& st : p.stages) st->process_layer(s);
+    for (size_t k = 0; k < p.stages.size(); ++k) {
+      s.set_stage(k);
+      p.stages[k]->process_layer(s);
+    }
+    propagated = propagated || s.written();
     // Round-to-nearest for every linear no stage claimed.
     for (const QuantTarget& t : s.pending()) {
       const engine::LinearWeight& w = *t.linear.weight;
@@ -229,7 +256,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
     }
     s.collect_modified();
   }
-  if (!float_calibration) {
+  if (!propagated) {
     PhaseTimer t(p.summary, "pipeline.propagate");
     observe_and_propagate();
   }
