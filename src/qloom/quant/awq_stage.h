@@ -53,7 +53,12 @@
 //
 // Differences from Quark, by design of the pipeline: a layer's calibration
 // inputs come from the earlier layers as exported (quantized), where Quark's
-// AWQ passes float activations on; groups Quark's maps list but qloom cannot
+// AWQ passes float activations on (amd-quark 0.13 awq.py: one float pass of
+// the unscaled layer caches every linear's input and gives the next layer's
+// inputs); qloom folds each group's scales before the next group's search,
+// where Quark searches every group of a layer on the unscaled layer and
+// applies all scales together (its clip search then reads the cached inputs
+// divided by the scales); groups Quark's maps list but qloom cannot
 // fold exactly are skipped with a warning (GQA v_proj -> o_proj, MoE routers:
 // quant/layer_fold.h); mean |x| and the loss are accumulated in double.
 // MoE experts that received no calibration token (expert_out groups): not
