@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "engine/engine_fixture.h"
 #include "qloom/core/error.h"
@@ -98,17 +99,28 @@ struct CallLog {
   }
 };
 
+// A fixture's runner (2 threads) and its long reference sequence, embedded.
+struct Opened {
+  explicit Opened(const char* arch) {
+    const auto dir = test::engine_data_dir() / arch;
+    const test::Reference ref = test::read_reference(dir);
+    LoadOptions opt;
+    opt.threads = 2;
+    runner = LayerRunner::open(dir, opt);
+    T = static_cast<int64_t>(ref.tokens_long.size());
+    h = runner->embed(ref.tokens_long);
+  }
+  std::unique_ptr<LayerRunner> runner;
+  int64_t T = 0;
+  std::vector<float> h;
+};
+
 // kFirstHalf then kFeedForward: the very calls (bit for bit) of kFull, the
 // first half's result is what the feed-forward norm reads, and kFeedForward
 // leaves its input unchanged.
 TEST_P(LayerRunnerGolden, HalvesComputeTheFullLayer) {
-  const auto dir = test::engine_data_dir() / GetParam();
-  const test::Reference ref = test::read_reference(dir);
-  LoadOptions opt;
-  opt.threads = 2;
-  auto runner = LayerRunner::open(dir, opt);
-  const int64_t T = static_cast<int64_t>(ref.tokens_long.size());
-  std::vector<float> h = runner->embed(ref.tokens_long);
+  Opened g(GetParam());
+  auto& [runner, T, h] = g;
   for (int64_t i = 0; i < runner->config().num_layers; ++i) {
     runner->load_layer(i);
     CallLog full_log, half_log;
@@ -132,13 +144,8 @@ TEST_P(LayerRunnerGolden, HalvesComputeTheFullLayer) {
 // at stage s, `in` is exactly what every stage-s linear reads; the residual
 // stream ends as kFull's output. MoE layers refuse.
 TEST_P(LayerRunnerGolden, StepsComputeTheFullLayer) {
-  const auto dir = test::engine_data_dir() / GetParam();
-  const test::Reference ref = test::read_reference(dir);
-  LoadOptions opt;
-  opt.threads = 2;
-  auto runner = LayerRunner::open(dir, opt);
-  const int64_t T = static_cast<int64_t>(ref.tokens_long.size());
-  std::vector<float> h = runner->embed(ref.tokens_long);
+  Opened g(GetParam());
+  auto& [runner, T, h] = g;
   for (int64_t i = 0; i < runner->config().num_layers; ++i) {
     runner->load_layer(i);
     std::vector<float> stepped = h;

@@ -50,6 +50,15 @@ std::map<std::string, QuantSpec> all_linears(const fs::path& dir, int group) {
   return out;
 }
 
+// Every int4-g16-able linear of the fixture, fp32 model dtype.
+PipelineRequest f32_request(const fs::path& dir) {
+  PipelineRequest req;
+  req.model_dir = dir;
+  req.weight_specs = all_linears(dir, 16);
+  req.model_dtype = DType::kF32;
+  return req;
+}
+
 std::vector<std::unique_ptr<AlgorithmStage>> gptq_stages(const nlohmann::json& cfg = nullptr) {
   std::vector<std::unique_ptr<AlgorithmStage>> v;
   v.push_back(make_algorithm_stage("gptq", cfg, "llama"));
@@ -98,10 +107,7 @@ TEST(Pipeline, WithoutQuantizationObservesWhatTheWholeModelObserves) {
 
 TEST(Pipeline, RtnWithoutStagesEqualsQuantizeWeight) {
   const fs::path dir = test::engine_data_dir() / "llama";
-  PipelineRequest req;
-  req.model_dir = dir;
-  req.weight_specs = all_linears(dir, 16);
-  req.model_dtype = DType::kF32;
+  PipelineRequest req = f32_request(dir);
   CalibrationPipeline p(req, samples_of(dir, 2), {});
   const io::ModelDir md = io::ModelDir::open(dir, true);
   size_t n = 0;
@@ -126,10 +132,7 @@ class PipelineGptq : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(PipelineGptq, QuantizesEveryTargetOfEveryArchitecture) {
   const fs::path dir = test::engine_data_dir() / GetParam();
-  PipelineRequest req;
-  req.model_dir = dir;
-  req.weight_specs = all_linears(dir, 16);
-  req.model_dtype = DType::kF32;
+  PipelineRequest req = f32_request(dir);
   req.threads = 2;
   CalibrationPipeline p(req, samples_of(dir, 4), gptq_stages());
   size_t n = 0;
@@ -160,10 +163,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, PipelineGptq,
 
 TEST(PipelineGptq, ExpertsWithoutTokensFallBackToRtnWithAWarning) {
   const fs::path dir = test::engine_data_dir() / "qwen3_moe";
-  PipelineRequest req;
-  req.model_dir = dir;
-  req.weight_specs = all_linears(dir, 16);
-  req.model_dtype = DType::kF32;
+  PipelineRequest req = f32_request(dir);
   CalibrationData one;
   one.samples = {{5, 9}};  // 2 tokens x top-k experts: most experts see none
   CalibrationPipeline p(req, one, gptq_stages());
@@ -179,10 +179,7 @@ TEST(PipelineGptq, SequentialAndOnePassAgreeOnTheFirstStage) {
   const fs::path dir = test::engine_data_dir() / "llama";
   std::map<std::string, QuantizedTensor> results[2];
   for (int seq = 0; seq < 2; ++seq) {
-    PipelineRequest req;
-    req.model_dir = dir;
-    req.weight_specs = all_linears(dir, 16);
-    req.model_dtype = DType::kF32;
+    PipelineRequest req = f32_request(dir);
     CalibrationPipeline p(req, samples_of(dir, 2), gptq_stages({{"true_sequential", seq == 1}}));
     results[seq] = p.run_layer(0).weights;
   }
@@ -204,10 +201,7 @@ TEST_P(PipelineGptqStepped, SameBytesAsOnePassPerStage) {
     std::vector<LayerResult> results[2];
     std::map<std::string, float> heads[2];
     for (int stepped = 0; stepped < 2; ++stepped) {
-      PipelineRequest req;
-      req.model_dir = dir;
-      req.weight_specs = all_linears(dir, 16);
-      req.model_dtype = DType::kF32;
+      PipelineRequest req = f32_request(dir);
       for (const auto& [m, spec] : req.weight_specs) {
         req.observe_inputs.insert(m);
         req.observe_outputs.insert(m);

@@ -53,7 +53,8 @@ class HessianAccumulator {
   static constexpr int64_t kBlockRows = 512;
   explicit HessianAccumulator(int64_t cols);
   // x [rows, cols] row-major (NaN / inf rows are the caller's problem: they
-  // make H non-finite and GPTQ fall back to RTN).
+  // make H non-finite and GPTQ fall back to RTN). The last add()'s pool also
+  // sums the open block in hessian() / take_hessian(): it must outlive them.
   void add(const float* x, int64_t rows, ThreadPool* pool = nullptr);
   int64_t cols() const { return cols_; }
   uint64_t tokens() const { return n_; }
