@@ -57,20 +57,17 @@ void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool* pool) {
   last_pool_ = pool;
   n_ += static_cast<uint64_t>(rows);
   while (rows > 0) {
-    if (open_rows_ == 0 && rows >= kBlockRows) {  // a whole block straight from x
-      add_block(x, kBlockRows, pool);
+    const int64_t take = std::min(rows, kBlockRows - open_rows_);
+    if (take == kBlockRows) {  // a whole block straight from x
+      add_block(x, take, pool);
     } else {
-      const int64_t take = std::min(rows, kBlockRows - open_rows_);
       open_.resize(static_cast<size_t>(kBlockRows * n));
       std::copy(x, x + take * n, open_.begin() + open_rows_ * n);
       open_rows_ += take;
       if (open_rows_ == kBlockRows) flush(pool);
-      x += take * n;
-      rows -= take;
-      continue;
     }
-    x += kBlockRows * n;
-    rows -= kBlockRows;
+    x += take * n;
+    rows -= take;
   }
 }
 
