@@ -87,8 +87,13 @@ void dequant_q3_k(const uint8_t* src, float* dst, uint64_t nblocks) {
   }
 }
 
-void dequant_q4_k(const uint8_t* src, float* dst, uint64_t nblocks) {
-  for (uint64_t b = 0; b < nblocks; ++b, src += 144, dst += kQK) {
+namespace {
+
+// Q4_K / Q5_K: 8 sub-blocks of 32, each value d·sc·code - dmin·m, with the
+// 6-bit (sc, m) pairs packed at byte 4; code(block, e) reads element e's code.
+template <class Code>
+void dequant_scale_min_k(const uint8_t* src, float* dst, uint64_t nblocks, uint64_t block_bytes, Code code) {
+  for (uint64_t b = 0; b < nblocks; ++b, src += block_bytes, dst += kQK) {
     const float d = f16_at(src);
     const float dmin = f16_at(src + 2);
     for (int sb = 0; sb < 8; ++sb) {
@@ -97,29 +102,24 @@ void dequant_q4_k(const uint8_t* src, float* dst, uint64_t nblocks) {
       const float dl = d * static_cast<float>(sc);
       const float ml = dmin * static_cast<float>(m);
       for (int e = 32 * sb; e < 32 * sb + 32; ++e) {
-        const float dq = dl * static_cast<float>(k_nibble(src + 16, e));
+        const float dq = dl * static_cast<float>(code(src, e));
         dst[e] = dq - ml;
       }
     }
   }
 }
 
+}  // namespace
+
+void dequant_q4_k(const uint8_t* src, float* dst, uint64_t nblocks) {
+  dequant_scale_min_k(src, dst, nblocks, 144, [](const uint8_t* blk, int e) { return k_nibble(blk + 16, e); });
+}
+
 void dequant_q5_k(const uint8_t* src, float* dst, uint64_t nblocks) {
-  for (uint64_t b = 0; b < nblocks; ++b, src += 176, dst += kQK) {
-    const float d = f16_at(src);
-    const float dmin = f16_at(src + 2);
-    for (int sb = 0; sb < 8; ++sb) {
-      uint32_t sc = 0, m = 0;
-      k_scale_min(src + 4, sb, sc, m);
-      const float dl = d * static_cast<float>(sc);
-      const float ml = dmin * static_cast<float>(m);
-      for (int e = 32 * sb; e < 32 * sb + 32; ++e) {
-        const uint32_t high = (src[16 + e % 32] >> (e / 32)) & 1u;
-        const float dq = dl * static_cast<float>(k_nibble(src + 48, e) | (high << 4));
-        dst[e] = dq - ml;
-      }
-    }
-  }
+  dequant_scale_min_k(src, dst, nblocks, 176, [](const uint8_t* blk, int e) {
+    const uint32_t high = (blk[16 + e % 32] >> (e / 32)) & 1u;
+    return k_nibble(blk + 48, e) | (high << 4);
+  });
 }
 
 void dequant_q6_k(const uint8_t* src, float* dst, uint64_t nblocks) {
