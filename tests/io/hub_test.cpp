@@ -280,10 +280,16 @@ TEST_F(HubServerTest, InterruptedDownloadKeepsThePartialFileAndResumesWithRange)
   EXPECT_EQ(e.item(), "model.safetensors");
   EXPECT_NE(std::string(e.what()).find("resumes"), std::string::npos) << e.what();
   const io::HubCache cache(s.cache_dir, demo_id());
-  fs::path partial;
-  for (const auto& f : fs::directory_iterator(cache.repo_dir() / "blobs"))
-    if (f.path().extension() == ".incomplete") partial = f.path();
-  ASSERT_FALSE(partial.empty());
+  // The other files download in parallel and are cancelled when this one
+  // fails, so they may leave partials too: find the one named by the CDN
+  // object (the LFS sha256) of model.safetensors.
+  std::string sha;
+  for (const auto& r : srv.requests())
+    if (r["name"] == "model.safetensors" && r["path"].get<std::string>().rfind("/cdn/", 0) == 0)
+      sha = r["path"].get<std::string>().substr(5);
+  ASSERT_EQ(sha.size(), 64u);
+  const fs::path partial = cache.repo_dir() / "blobs" / (sha + ".incomplete");
+  ASSERT_TRUE(fs::exists(partial)) << partial;
   EXPECT_EQ(fs::file_size(partial), 300000u);  // three attempts of 100000 bytes
   const auto commit = cache.cached_commit("main");
   EXPECT_FALSE(commit && cache.has_file(*commit, "model.safetensors"));
