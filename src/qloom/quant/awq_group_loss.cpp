@@ -3,18 +3,26 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/gptq.h"
 
 namespace qloom::quant {
 
 AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std::string& out_module,
-                                uint64_t direct_bytes, const AwqSampleRun& run) {
+                                uint64_t direct_bytes, const AwqSampleRun& run, ThreadPool* pool) {
   const size_t n = static_cast<size_t>(g.channels);
   AwqReference ref;
   ref.abs_sum.assign(n, 0.0);
   ref.direct = g.linears.size() == 1 && out_module == g.linears.front() && g.input_site == out_module;
+  ref.gram = ref.direct && n * n * 12 <= direct_bytes;
+  std::optional<HessianAccumulator> gram;
+  if (ref.gram) {
+    ref.direct = false;
+    gram.emplace(static_cast<int64_t>(n));
+  }
   engine::ForwardHooks hooks;
   hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
     if (site.module != g.input_site) return;
@@ -24,6 +32,7 @@ AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std
       for (size_t j = 0; j < n; ++j)
         ref.abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));
     ref.tokens += rows;
+    if (gram) gram->add(x, rows, pool);
     if (!ref.direct) return;
     if ((ref.xs.size() + static_cast<size_t>(rows * cols)) * sizeof(float) > direct_bytes) {
       ref.direct = false;
@@ -32,9 +41,10 @@ AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std
     }
     ref.xs.insert(ref.xs.end(), x, x + rows * cols);
   };
-  hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
-    if (site.module == out_module) ref.out.insert(ref.out.end(), y, y + rows * cols);
-  };
+  if (!ref.gram)
+    hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
+      if (site.module == out_module) ref.out.insert(ref.out.end(), y, y + rows * cols);
+    };
   for (size_t s = 0; s < samples; ++s) {
     ref.out_off.push_back(ref.out.size());
     ref.xs_off.push_back(ref.xs.size());
@@ -43,6 +53,11 @@ AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std
   ref.out_off.push_back(ref.out.size());
   ref.xs_off.push_back(ref.xs.size());
   if (!ref.direct) ref.xs_off.clear();
+  if (gram) {  // hessian() is 2/n Σ x xᵀ
+    ref.gram_sum = gram->take_hessian();
+    const double half_n = static_cast<double>(ref.tokens) / 2.0;
+    for (double& v : ref.gram_sum) v *= half_n;
+  }
   return ref;
 }
 

@@ -33,15 +33,20 @@ struct AwqReference {
   bool direct = false;          // xs holds the inputs of the group's only linear
   std::vector<float> xs;
   std::vector<size_t> xs_off;   // samples + 1 offsets into xs (direct only)
+  // Gram form (quant/awq_gram_loss.h): Σ_t x_tᵀ x_t of the only linear's
+  // inputs, [channels, channels]; then out, xs and direct stay empty / false.
+  bool gram = false;
+  std::vector<double> gram_sum;
 };
 
 // One pass over `samples` samples with the layer's current (float) weights.
 // A group that inspects its only linear (v -> o, up -> down, MoE experts)
-// keeps that linear's inputs while they fit in direct_bytes (else direct is
-// false and xs empty). Throws kInternal when the input width is not
-// g.channels.
+// sums the Gram matrix of that linear's inputs when it fits in direct_bytes
+// (12 bytes per entry while summed), else keeps the inputs themselves while
+// they fit (else direct is false and xs empty). Throws kInternal when the
+// input width is not g.channels.
 AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std::string& out_module,
-                                uint64_t direct_bytes, const AwqSampleRun& run);
+                                uint64_t direct_bytes, const AwqSampleRun& run, ThreadPool* pool = nullptr);
 
 // Token parts: when every token's loss depends on that token alone (a
 // direct group; or the feed-forward half, given its inputs `ff_states` =

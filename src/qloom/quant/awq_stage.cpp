@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/awq_gram_loss.h"
 #include "qloom/quant/awq_group_loss.h"
 #include "qloom/quant/layer_fold.h"
 #include "qloom/quant/phase_timer.h"
@@ -146,9 +147,9 @@ bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const Sca
   AwqReference ref;
   {
     PhaseTimer t(s.summary(), "awq.reference." + g.kind);
-    ref = awq_reference_pass(s.samples(), g, out_module, c_.direct_loss_bytes, run);
+    ref = awq_reference_pass(s.samples(), g, out_module, c_.direct_loss_bytes, run, &s.pool());
   }
-  if (ref.tokens == 0 || ref.out.empty()) {
+  if (ref.tokens == 0 || (ref.out.empty() && !ref.gram)) {
     ++s.summary().unscaled_groups;
     return false;
   }
@@ -171,10 +172,14 @@ bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const Sca
   AwqScaleResult best;
   {
     PhaseTimer t(s.summary(), "awq.grid." + g.kind);
-    AwqGroupLoss loss(r, std::move(ref), out_module, run, s.pool(), ff ? &mid_ : nullptr);
+    std::unique_ptr<AwqPartLoss> loss;
+    if (ref.gram)
+      loss = std::make_unique<AwqGramLoss>(out_module, r.linear(out_module), ref.gram_sum, ref.tokens, s.pool());
+    else
+      loss = std::make_unique<AwqGroupLoss>(r, std::move(ref), out_module, run, s.pool(), ff ? &mid_ : nullptr);
     const auto it = last_best_.find(g.kind);
     const int first = it != last_best_.end() ? it->second : c_.search.n_grid / 4;
-    best = awq_search_scales_pruned(x_mean, linears, c_.search, qo, loss, first);
+    best = awq_search_scales_pruned(x_mean, linears, c_.search, qo, *loss, first);
   }
   last_best_[g.kind] = static_cast<int>(std::lround(best.ratio * c_.search.n_grid));
   fold_into_layer(s, g, best.scales);

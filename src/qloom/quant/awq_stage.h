@@ -30,9 +30,11 @@
 //       first-half output, kept once per layer (LayerPart::kFirstHalf /
 //       kFeedForward; as large as the held inputs, kept within
 //       direct_loss_bytes); a group that inspects its only linear (v_proj ->
-//       o_proj, up_proj -> down_proj, each MoE expert's up -> down) keeps that
-//       linear's inputs from the reference pass (up to direct_loss_bytes, else
-//       it re-runs the layer) and evaluates the candidates on them directly.
+//       o_proj, up_proj -> down_proj, each MoE expert's up -> down) sums the
+//       Gram matrix of that linear's inputs in the reference pass and scores
+//       each candidate from it (quant/awq_gram_loss.h; 12 x in^2 bytes, within
+//       direct_loss_bytes), else keeps the inputs (within direct_loss_bytes)
+//       and evaluates the candidates on them, else re-runs the layer.
 //       The loss is summed in parts (quant/awq_group_loss.h): one sample
 //       each, or, where every token's error is its own (feed-forward and
 //       single-linear groups), blocks of 128 tokens in decreasing order of
