@@ -270,24 +270,22 @@ TEST(AwqStage, ClipOnlyShrinksWeights) {
   EXPECT_LT(rel, 0.2);
 }
 
-// The fast paths (single-linear groups evaluated on their kept inputs, the
-// feed-forward groups on the kept first-half output, both in token parts of
-// decreasing error; clip inputs in one pass) against the reference path,
-// direct_loss_bytes 0: every candidate evaluated by re-running the layer per
-// sample. The same scales and clips, so the same folded model, on a dense,
-// a sandwich-norm and an MoE architecture.
-TEST(AwqStage, FastPathsMatchReRunningTheLayer) {
+// Runs AWQ twice, with `fast` stage settings and with direct_loss_bytes 0
+// (every candidate evaluated by re-running the layer per sample, the
+// reference path), and expects the same scales and clips, so the same folded
+// model, on a dense, a sandwich-norm and an MoE architecture.
+void expect_same_as_rerun(const nlohmann::json& fast_cfg, const CalibrationData& data, const char* first_half_phase) {
   for (const char* arch : {"llama", "gemma2", "qwen2_moe"}) {
     FoldHarness h(arch, true);
     const F32Source src(h.base());
     const bool moe = std::string(arch) == "qwen2_moe";  // experts' in_features 16
     const auto specs = every_linear(h.model_dir(), src, spec_of(moe ? "int4_wo_per_channel" : "int4_wo_32"));
-    const CalibrationData data = synthetic_samples(256, 8, 72);  // 576 tokens: 5 token parts of 128
-    const StageRun fast = run_stages(h.model_dir(), src, data, awq_stages({}), specs);
+    const StageRun fast = run_stages(h.model_dir(), src, data, awq_stages(fast_cfg), specs);
     const StageRun rerun = run_stages(h.model_dir(), src, data, awq_stages({{"direct_loss_bytes", 0}}), specs);
     EXPECT_EQ(fast.summary.scaled_groups, rerun.summary.scaled_groups) << arch;
-    EXPECT_TRUE(fast.summary.phase_seconds.count("awq.first_half")) << arch << ": the first half was not kept";
-    EXPECT_FALSE(rerun.summary.phase_seconds.count("awq.first_half")) << arch;
+    EXPECT_TRUE(fast.summary.phase_seconds.count(first_half_phase)) << arch << ": the first half was not kept";
+    EXPECT_FALSE(rerun.summary.phase_seconds.count(first_half_phase)) << arch;
+    EXPECT_TRUE(rerun.summary.phase_seconds.count("awq.reference.layer")) << arch;
     int compared = 0;
     for (const auto& [module, spec] : specs) {
       const std::string w = module + ".weight";
@@ -298,6 +296,21 @@ TEST(AwqStage, FastPathsMatchReRunningTheLayer) {
     }
     EXPECT_GT(compared, 0);
   }
+}
+
+// The fast paths: single-linear groups (up -> down, v -> o, experts) scored
+// from the Gram matrix of their inputs, the feed-forward groups on the kept
+// first-half output in token parts of decreasing error, clip inputs from the
+// one reference pass. 576 tokens: 5 token parts of 128.
+TEST(AwqStage, FastPathsMatchReRunningTheLayer) {
+  expect_same_as_rerun(nlohmann::json::object(), synthetic_samples(256, 8, 72), "awq.reference.first_half");
+}
+
+// direct_loss_bytes 100000 with 144 tokens: the dense models' down_proj Gram
+// matrices (128^2 and 96^2 entries x 12 bytes) do not fit, their inputs
+// (144 x 128 / 96 floats) do: candidates evaluated on the kept inputs.
+TEST(AwqStage, KeptInputsPathMatchesReRunningTheLayer) {
+  expect_same_as_rerun({{"direct_loss_bytes", 100000}}, synthetic_samples(256, 2, 72), "awq.reference.first_half");
 }
 
 // MoE experts no calibration token reaches: no scaling for them (counted,

@@ -11,54 +11,82 @@
 
 namespace qloom::quant {
 
-AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std::string& out_module,
-                                uint64_t direct_bytes, const AwqSampleRun& run, ThreadPool* pool) {
-  const size_t n = static_cast<size_t>(g.channels);
+struct AwqReferenceCollector::State {
   AwqReference ref;
-  ref.abs_sum.assign(n, 0.0);
-  ref.direct = g.linears.size() == 1 && out_module == g.linears.front() && g.input_site == out_module;
-  ref.gram = ref.direct && n * n * 12 <= direct_bytes;
   std::optional<HessianAccumulator> gram;
-  if (ref.gram) {
-    ref.direct = false;
-    gram.emplace(static_cast<int64_t>(n));
+};
+
+AwqReferenceCollector::AwqReferenceCollector(std::vector<Group> groups, uint64_t direct_bytes, ThreadPool* pool)
+    : groups_(std::move(groups)), direct_bytes_(direct_bytes), pool_(pool) {
+  for (const Group& gr : groups_) {
+    const ScalingGroup& g = *gr.group;
+    const size_t n = static_cast<size_t>(g.channels);
+    auto st = std::make_unique<State>();
+    st->ref.abs_sum.assign(n, 0.0);
+    const bool direct = g.linears.size() == 1 && gr.out_module == g.linears.front() && g.input_site == gr.out_module;
+    st->ref.gram = direct && n * n * 12 <= direct_bytes;
+    st->ref.direct = direct && !st->ref.gram;
+    if (st->ref.gram) st->gram.emplace(static_cast<int64_t>(n));
+    st_.push_back(std::move(st));
   }
-  engine::ForwardHooks hooks;
-  hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
-    if (site.module != g.input_site) return;
-    if (static_cast<size_t>(cols) != n)
-      throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
-    for (int64_t t = 0; t < rows; ++t)
-      for (size_t j = 0; j < n; ++j)
-        ref.abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));
-    ref.tokens += rows;
-    if (gram) gram->add(x, rows, pool);
-    if (!ref.direct) return;
-    if ((ref.xs.size() + static_cast<size_t>(rows * cols)) * sizeof(float) > direct_bytes) {
-      ref.direct = false;
-      std::vector<float>().swap(ref.xs);
-      return;
+}
+
+AwqReferenceCollector::~AwqReferenceCollector() = default;
+
+void AwqReferenceCollector::begin_sample() {
+  for (auto& st : st_) {
+    st->ref.out_off.push_back(st->ref.out.size());
+    st->ref.xs_off.push_back(st->ref.xs.size());
+  }
+}
+
+engine::ForwardHooks AwqReferenceCollector::hooks() {
+  engine::ForwardHooks h;
+  h.linear_input = [this](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      const ScalingGroup& g = *groups_[i].group;
+      if (site.module != g.input_site) continue;
+      AwqReference& ref = st_[i]->ref;
+      const size_t n = ref.abs_sum.size();
+      if (static_cast<size_t>(cols) != n)
+        throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
+      for (int64_t t = 0; t < rows; ++t)
+        for (size_t j = 0; j < n; ++j)
+          ref.abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));
+      ref.tokens += rows;
+      if (st_[i]->gram) st_[i]->gram->add(x, rows, pool_);
+      if (!ref.direct) continue;
+      if ((ref.xs.size() + static_cast<size_t>(rows * cols)) * sizeof(float) > direct_bytes_) {
+        ref.direct = false;
+        std::vector<float>().swap(ref.xs);
+        continue;
+      }
+      ref.xs.insert(ref.xs.end(), x, x + rows * cols);
     }
-    ref.xs.insert(ref.xs.end(), x, x + rows * cols);
   };
-  if (!ref.gram)
-    hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
-      if (site.module == out_module) ref.out.insert(ref.out.end(), y, y + rows * cols);
-    };
-  for (size_t s = 0; s < samples; ++s) {
-    ref.out_off.push_back(ref.out.size());
-    ref.xs_off.push_back(ref.xs.size());
-    run(s, hooks);
+  h.linear_output = [this](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
+    for (size_t i = 0; i < groups_.size(); ++i)
+      if (site.module == groups_[i].out_module && !st_[i]->ref.gram)
+        st_[i]->ref.out.insert(st_[i]->ref.out.end(), y, y + rows * cols);
+  };
+  return h;
+}
+
+std::vector<AwqReference> AwqReferenceCollector::finish() {
+  std::vector<AwqReference> out;
+  begin_sample();  // the closing offsets
+  for (auto& st : st_) {
+    AwqReference& ref = st->ref;
+    if (!ref.direct) ref.xs_off.clear();
+    if (st->gram) {  // hessian() is 2/n Σ x xᵀ
+      ref.gram_sum = st->gram->take_hessian();
+      const double half_n = static_cast<double>(ref.tokens) / 2.0;
+      for (double& v : ref.gram_sum) v *= half_n;
+    }
+    out.push_back(std::move(ref));
   }
-  ref.out_off.push_back(ref.out.size());
-  ref.xs_off.push_back(ref.xs.size());
-  if (!ref.direct) ref.xs_off.clear();
-  if (gram) {  // hessian() is 2/n Σ x xᵀ
-    ref.gram_sum = gram->take_hessian();
-    const double half_n = static_cast<double>(ref.tokens) / 2.0;
-    for (double& v : ref.gram_sum) v *= half_n;
-  }
-  return ref;
+  st_.clear();
+  return out;
 }
 
 AwqGroupLoss::AwqGroupLoss(engine::LayerRunner& runner, AwqReference ref, std::string out_module, AwqSampleRun run,

@@ -39,14 +39,37 @@ struct AwqReference {
   std::vector<double> gram_sum;
 };
 
-// One pass over `samples` samples with the layer's current (float) weights.
-// A group that inspects its only linear (v -> o, up -> down, MoE experts)
-// sums the Gram matrix of that linear's inputs when it fits in direct_bytes
-// (12 bytes per entry while summed), else keeps the inputs themselves while
-// they fit (else direct is false and xs empty). Throws kInternal when the
-// input width is not g.channels.
-AwqReference awq_reference_pass(size_t samples, const ScalingGroup& g, const std::string& out_module,
-                                uint64_t direct_bytes, const AwqSampleRun& run, ThreadPool* pool = nullptr);
+// The reference pass of a layer's scaling groups, all at once: one pass over
+// the calibration samples with the layer's current (float) weights, the
+// hooks of every group in it. Per group: mean |x| at its input site, the
+// inspected output (per sample, in order), and, for a group that inspects
+// its only linear (v -> o, up -> down, MoE experts), the Gram matrix of that
+// linear's inputs when it fits in direct_bytes (12 bytes per entry while
+// summed), else those inputs themselves while they fit (else direct is false
+// and xs empty).
+class AwqReferenceCollector {
+ public:
+  struct Group {
+    const ScalingGroup* group;
+    std::string out_module;
+  };
+  AwqReferenceCollector(std::vector<Group> groups, uint64_t direct_bytes, ThreadPool* pool);
+  ~AwqReferenceCollector();
+  // The hooks to run every sample with; call begin_sample() before each
+  // sample (in order). Throws kInternal when an input width is not the
+  // group's channel count.
+  engine::ForwardHooks hooks();
+  void begin_sample();
+  // Per group, in the constructor's order; the collector is spent.
+  std::vector<AwqReference> finish();
+
+ private:
+  struct State;
+  std::vector<Group> groups_;
+  std::vector<std::unique_ptr<State>> st_;
+  uint64_t direct_bytes_;
+  ThreadPool* pool_;
+};
 
 // Token parts: when every token's loss depends on that token alone (a
 // direct group; or the feed-forward half, given its inputs `ff_states` =

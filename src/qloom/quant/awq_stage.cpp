@@ -44,6 +44,21 @@ bool feed_forward_group(engine::LayerRunner& r, const ScalingGroup& g) {
   return g.prev_kind == PrevKind::kNorm || stage_of(r, g.prev_op) >= 2;
 }
 
+// A group the layer's search covers, and what its search found.
+struct LayerGroup {
+  ScalingGroup g;
+  ScalingLayerEntry entry;
+  std::string out_module;
+  bool ff = false;            // a feed-forward group (its loss may run on the kept first-half output)
+  std::vector<float> scales;  // empty: not scaled (no calibration token)
+};
+
+// Clip inputs: every step-th row one distinct linear input sees.
+struct ClipRows {
+  int64_t seen = 0, step = 1, cols = 0;
+  std::vector<float> x;
+};
+
 class AwqStage final : public AlgorithmStage {
  public:
   explicit AwqStage(AwqStageConfig c) : c_(std::move(c)) {}
@@ -68,91 +83,144 @@ class AwqStage final : public AlgorithmStage {
 
  private:
   bool selected(const ScalingLayerEntry& e) const { return group_selected(c_.scaling_layers, e); }
-  void note_skip(const ScalingLayerEntry& e, const std::string& why) { unscaled_.note(e, why); }
-  // How the group's passes run sample s: through `part`, or the
-  // feed-forward half alone on the kept first-half output (mid_).
-  // *ff: whether it is the latter.
-  AwqSampleRun runner_for(LayerSession& s, const ScalingGroup& g, engine::LayerPart part, bool* ff);
-  // Returns false when the group's input saw no calibration token.
-  bool search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
-                       const std::string& out_module);
-  void clip_layer(LayerSession& s);
+  std::vector<LayerGroup> plan(LayerSession& s);
+  // The one reference pass (unscaled layer): per group its AwqReference,
+  // the first-half output kept in mid_ when a feed-forward group can use it,
+  // and the clip rows of every linear to clip.
+  std::vector<AwqReference> reference_pass(LayerSession& s, const std::vector<LayerGroup>& groups);
+  // How a group's loss runs sample s: through `part`, or the feed-forward
+  // half alone on mid_.
+  AwqSampleRun runner_for(LayerSession& s, const LayerGroup& lg);
+  void search(LayerSession& s, LayerGroup& lg, AwqReference ref);
+  void clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups);
 
   AwqStageConfig c_;
   ScalingLayersRecord record_;
   UnscaledGroups unscaled_;
   // The layer's residual stream after its attention half, per sample
-  // (kFirstHalf), kept while only feed-forward weights change.
+  // (kFirstHalf of the unscaled layer), while the searches run.
   std::vector<std::vector<float>> mid_;
-  bool mid_valid_ = false;
+  // Clip rows per representative linear (the first of each input group).
+  std::map<std::string, ClipRows> clip_rows_;
   std::map<std::string, int> last_best_;  // grid index chosen last, per group kind (search start)
 };
 
+// Quark's order (amd-quark 0.13 awq.py): every group searched on the
+// unscaled layer from one reference pass, then all scales folded in forward
+// order, then the clip search on the cached inputs divided by the scales.
 void AwqStage::process_layer(LayerSession& s) {
-  engine::LayerRunner& r = s.runner();
-  const int layer = static_cast<int>(s.layer());
-  std::vector<std::string> unrouted;
-  mid_valid_ = false;
-  for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
-    const ScalingLayerEntry e = scaling_entry_of(g, layer);
-    if (!selected(e)) continue;
-    if (const std::string why = fold_blocker(s, g); !why.empty()) {
-      note_skip(e, why);
-      continue;
-    }
-    const std::string out_module = inspect_output_module(r, g);
-    if (out_module.empty()) {
-      note_skip(e, "the inspected block " + g.inspect + " has no single output linear");
-      continue;
-    }
-    if (!search_and_fold(s, g, e, out_module)) unrouted.push_back(g.input_site);
-  }
+  std::vector<LayerGroup> groups = plan(s);
+  std::vector<AwqReference> refs = reference_pass(s, groups);
+  for (size_t i = 0; i < groups.size(); ++i) search(s, groups[i], std::move(refs[i]));
   std::vector<std::vector<float>>().swap(mid_);
-  mid_valid_ = false;
+  std::vector<std::string> unrouted;
+  for (LayerGroup& lg : groups) {
+    if (lg.scales.empty()) {
+      ++s.summary().unscaled_groups;
+      unrouted.push_back(lg.g.input_site);
+      continue;
+    }
+    fold_into_layer(s, lg.g, lg.scales);
+    ++s.summary().scaled_groups;
+    record_.add(lg.entry);
+  }
   if (!unrouted.empty()) {
     std::string msg = "AWQ: " + std::to_string(unrouted.size()) + " scaling group(s) of layer " +
-                      std::to_string(layer) +
+                      std::to_string(s.layer()) +
                       " received no calibration token (MoE experts no sample was routed to) and were left unscaled "
                       "and unclipped: ";
     for (size_t i = 0; i < unrouted.size() && i < 4; ++i) msg += (i ? ", " : "") + unrouted[i];
     if (unrouted.size() > 4) msg += ", ...";
     s.warn(msg);
   }
-  if (c_.search.clip) clip_layer(s);
+  if (c_.search.clip) clip_layer(s, groups);
+  clip_rows_.clear();
 }
 
-AwqSampleRun AwqStage::runner_for(LayerSession& s, const ScalingGroup& g, engine::LayerPart part, bool* ff_run) {
-  const bool ff = part == engine::LayerPart::kFull && feed_forward_group(s.runner(), g);
-  *ff_run = false;
-  if (ff && !mid_valid_ && s.summary().activation_bytes <= c_.direct_loss_bytes) {
-    // Kept only within direct_loss_bytes (it is as large as the held inputs).
-    PhaseTimer t(s.summary(), "awq.first_half");
-    mid_ = s.inputs();
-    s.run_on(mid_, engine::ForwardHooks{}, engine::LayerPart::kFirstHalf);
-    mid_valid_ = true;
+std::vector<LayerGroup> AwqStage::plan(LayerSession& s) {
+  engine::LayerRunner& r = s.runner();
+  const int layer = static_cast<int>(s.layer());
+  std::vector<LayerGroup> groups;
+  for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
+    const ScalingLayerEntry e = scaling_entry_of(g, layer);
+    if (!selected(e)) continue;
+    if (const std::string why = fold_blocker(s, g); !why.empty()) {
+      unscaled_.note(e, why);
+      continue;
+    }
+    std::string out_module = inspect_output_module(r, g);
+    if (out_module.empty()) {
+      unscaled_.note(e, "the inspected block " + g.inspect + " has no single output linear");
+      continue;
+    }
+    const bool ff = part_of(r, out_module) == engine::LayerPart::kFull && feed_forward_group(r, g);
+    groups.push_back({g, e, std::move(out_module), ff, {}});
   }
-  *ff_run = ff && mid_valid_;
-  if (*ff_run)
+  return groups;
+}
+
+std::vector<AwqReference> AwqStage::reference_pass(LayerSession& s, const std::vector<LayerGroup>& groups) {
+  std::vector<AwqReferenceCollector::Group> specs;
+  bool any_ff = false;
+  for (const LayerGroup& lg : groups) {
+    specs.push_back({&lg.g, lg.out_module});
+    any_ff = any_ff || lg.ff;
+  }
+  AwqReferenceCollector collect(std::move(specs), c_.direct_loss_bytes, &s.pool());
+  engine::ForwardHooks hooks = collect.hooks();
+  if (c_.search.clip) {  // the clip rows ride along (Quark caches every linear's input)
+    engine::LayerRunner& r = s.runner();
+    std::map<int, std::string> representative;
+    for (const engine::LayerLinear& l : r.linears()) representative.emplace(l.input_group, l.name);
+    const int64_t all = static_cast<int64_t>(s.summary().tokens);
+    for (const QuantTarget& t : s.pending())
+      if (awq_clip_applies(t.linear.name) && t.spec.qscheme != QScheme::kPerTensor)
+        clip_rows_[representative.at(t.linear.input_group)].step =
+            all > 0 ? all / std::min<int64_t>(all, c_.search.clip_max_tokens) : 1;
+    hooks.linear_input = [this, ref_in = std::move(hooks.linear_input)](const engine::LinearSite& site, float* x,
+                                                                         int64_t n, int64_t cols) {
+      ref_in(site, x, n, cols);
+      auto it = clip_rows_.find(site.module);
+      if (it == clip_rows_.end()) return;
+      ClipRows& rw = it->second;
+      rw.cols = cols;
+      for (int64_t t = 0; t < n; ++t, ++rw.seen)
+        if (rw.seen % rw.step == 0) rw.x.insert(rw.x.end(), x + t * cols, x + (t + 1) * cols);
+    };
+  }
+  const bool keep_mid = any_ff && s.summary().activation_bytes <= c_.direct_loss_bytes;
+  if (keep_mid) mid_ = s.inputs();
+  for (size_t i = 0; i < s.samples(); ++i) {
+    collect.begin_sample();
+    if (!keep_mid) {
+      PhaseTimer t(s.summary(), "awq.reference.layer");
+      s.run_sample(i, hooks, engine::LayerPart::kFull);
+      continue;
+    }
+    {
+      PhaseTimer t(s.summary(), "awq.reference.first_half");
+      s.run_state(i, mid_[i], hooks, engine::LayerPart::kFirstHalf);  // in place
+    }
+    PhaseTimer t(s.summary(), "awq.reference.feed_forward");
+    s.run_state(i, mid_[i], hooks, engine::LayerPart::kFeedForward);  // mid_[i] unchanged
+  }
+  PhaseTimer t(s.summary(), "awq.reference.finish");
+  return collect.finish();
+}
+
+AwqSampleRun AwqStage::runner_for(LayerSession& s, const LayerGroup& lg) {
+  if (lg.ff && !mid_.empty())
     return [this, &s](size_t i, const engine::ForwardHooks& h) {
       s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
     };
+  const engine::LayerPart part = part_of(s.runner(), lg.out_module);
   return [&s, part](size_t i, const engine::ForwardHooks& h) { s.run_sample(i, h, part); };
 }
 
-bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const ScalingLayerEntry& e,
-                               const std::string& out_module) {
+void AwqStage::search(LayerSession& s, LayerGroup& lg, AwqReference ref) {
   engine::LayerRunner& r = s.runner();
-  bool ff = false;
-  const AwqSampleRun run = runner_for(s, g, part_of(r, out_module), &ff);
-  AwqReference ref;
-  {
-    PhaseTimer t(s.summary(), "awq.reference." + g.kind);
-    ref = awq_reference_pass(s.samples(), g, out_module, c_.direct_loss_bytes, run, &s.pool());
-  }
-  if (ref.tokens == 0 || (ref.out.empty() && !ref.gram)) {
-    ++s.summary().unscaled_groups;
-    return false;
-  }
+  const ScalingGroup& g = lg.g;
+  if (ref.tokens == 0 || (ref.out.empty() && !ref.gram)) return;  // no calibration token reached it
   const size_t n = static_cast<size_t>(g.channels);
   std::vector<float> x_mean(n);
   for (size_t j = 0; j < n; ++j) x_mean[j] = static_cast<float>(ref.abs_sum[j] / static_cast<double>(ref.tokens));
@@ -169,80 +237,68 @@ bool AwqStage::search_and_fold(LayerSession& s, const ScalingGroup& g, const Sca
   qo.model_dtype = s.model_dtype();
   qo.threads = static_cast<unsigned>(s.pool().size());
 
-  AwqScaleResult best;
-  {
-    PhaseTimer t(s.summary(), "awq.grid." + g.kind);
-    std::unique_ptr<AwqPartLoss> loss;
-    if (ref.gram)
-      loss = std::make_unique<AwqGramLoss>(out_module, r.linear(out_module), ref.gram_sum, ref.tokens, s.pool());
-    else
-      loss = std::make_unique<AwqGroupLoss>(r, std::move(ref), out_module, run, s.pool(), ff ? &mid_ : nullptr);
-    const auto it = last_best_.find(g.kind);
-    const int first = it != last_best_.end() ? it->second : c_.search.n_grid / 4;
-    best = awq_search_scales_pruned(x_mean, linears, c_.search, qo, *loss, first);
+  PhaseTimer t(s.summary(), "awq.grid." + g.kind);
+  std::unique_ptr<AwqPartLoss> loss;
+  if (ref.gram) {
+    loss = std::make_unique<AwqGramLoss>(lg.out_module, r.linear(lg.out_module), ref.gram_sum, ref.tokens, s.pool());
+  } else {
+    const bool ff_run = lg.ff && !mid_.empty();
+    loss = std::make_unique<AwqGroupLoss>(r, std::move(ref), lg.out_module, runner_for(s, lg), s.pool(),
+                                          ff_run ? &mid_ : nullptr);
   }
+  const auto it = last_best_.find(g.kind);
+  const int first = it != last_best_.end() ? it->second : c_.search.n_grid / 4;
+  AwqScaleResult best = awq_search_scales_pruned(x_mean, linears, c_.search, qo, *loss, first);
   last_best_[g.kind] = static_cast<int>(std::lround(best.ratio * c_.search.n_grid));
-  fold_into_layer(s, g, best.scales);
-  if (!feed_forward_group(r, g)) {
-    std::vector<std::vector<float>>().swap(mid_);  // the attention half changed
-    mid_valid_ = false;
-  }
-  ++s.summary().scaled_groups;
-  record_.add(e);
-  return true;
+  lg.scales = std::move(best.scales);
 }
 
-void AwqStage::clip_layer(LayerSession& s) {
+void AwqStage::clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups) {
   engine::LayerRunner& r = s.runner();
   std::vector<QuantTarget> targets;
   for (const QuantTarget& t : s.pending())
     if (awq_clip_applies(t.linear.name) && t.spec.qscheme != QScheme::kPerTensor) targets.push_back(t);
   if (targets.empty()) return;
-  // One input collector per distinct input (the first linear of each input
-  // group, in forward order, sees the rows every member sees).
   std::map<int, std::string> representative;
   for (const engine::LayerLinear& l : r.linears()) representative.emplace(l.input_group, l.name);
-  struct Rows {
-    int64_t seen = 0, step = 1, cols = 0;
-    std::vector<float> x;
-  };
-  std::map<std::string, Rows> rows;
-  for (const QuantTarget& t : targets) rows[representative.at(t.linear.input_group)];
-  // Every step-th row an input sees, step = n / min(n, clip_max_tokens)
-  // (Quark's n_sample_token rule). The pass assumes n = every calibration
-  // token; an input that saw fewer rows (an MoE expert) is collected again
-  // in a second pass with its own step.
+  // The cached rows are the unscaled layer's: divide each input by the
+  // scales folded into its readers. The step assumed every calibration
+  // token reaches the input; one that saw fewer rows (an MoE expert) is
+  // collected again, from the folded layer, with its own step.
+  std::map<std::string, const std::vector<float>*> scale_of;
+  for (const LayerGroup& lg : groups)
+    if (!lg.scales.empty())
+      for (const std::string& l : lg.g.linears) scale_of[l] = &lg.scales;
   const int64_t all = static_cast<int64_t>(s.summary().tokens);
-  auto step_for = [&](int64_t n) { return n > 0 ? n / std::min<int64_t>(n, c_.search.clip_max_tokens) : 1; };
-  for (auto& [name, rw] : rows) rw.step = step_for(all);
-  std::set<std::string> only;  // second pass: just these
-  engine::ForwardHooks keep;
-  keep.linear_input = [&](const engine::LinearSite& site, float* x, int64_t n, int64_t cols) {
-    auto it = rows.find(site.module);
-    if (it == rows.end() || (!only.empty() && only.count(site.module) == 0)) return;
-    Rows& rw = it->second;
-    rw.cols = cols;
-    for (int64_t t = 0; t < n; ++t, ++rw.seen)
-      if (rw.seen % rw.step == 0) rw.x.insert(rw.x.end(), x + t * cols, x + (t + 1) * cols);
-  };
-  {
-    PhaseTimer t(s.summary(), "awq.clip.keep_pass");
-    s.run(keep, engine::LayerPart::kFull);
-  }
-  for (auto& [name, rw] : rows)
+  std::set<std::string> again;
+  for (auto& [name, rw] : clip_rows_) {
     if (rw.seen != all) {
-      only.insert(name);
-      rw.step = step_for(rw.seen);
+      again.insert(name);
+      rw.step = rw.seen > 0 ? rw.seen / std::min<int64_t>(rw.seen, c_.search.clip_max_tokens) : 1;
       rw.seen = 0;
       std::vector<float>().swap(rw.x);
+      continue;
     }
-  if (!only.empty()) {
+    const auto sc = scale_of.find(name);
+    if (sc == scale_of.end() || rw.cols == 0) continue;
+    const std::vector<float>& sv = *sc->second;
+    for (size_t i = 0; i < rw.x.size(); ++i) rw.x[i] /= sv[i % static_cast<size_t>(rw.cols)];
+  }
+  if (!again.empty()) {
     PhaseTimer t(s.summary(), "awq.clip.keep_pass");
+    engine::ForwardHooks keep;
+    keep.linear_input = [&](const engine::LinearSite& site, float* x, int64_t n, int64_t cols) {
+      if (again.count(site.module) == 0) return;
+      ClipRows& rw = clip_rows_.at(site.module);
+      rw.cols = cols;
+      for (int64_t t = 0; t < n; ++t, ++rw.seen)
+        if (rw.seen % rw.step == 0) rw.x.insert(rw.x.end(), x + t * cols, x + (t + 1) * cols);
+    };
     s.run(keep, engine::LayerPart::kFull);
   }
   PhaseTimer timer(s.summary(), "awq.clip.search");
   for (const QuantTarget& t : targets) {
-    const Rows& rw = rows.at(representative.at(t.linear.input_group));
+    const ClipRows& rw = clip_rows_.at(representative.at(t.linear.input_group));
     if (rw.x.empty()) continue;  // an MoE expert without tokens (warned with its scaling group)
     engine::LinearWeight& w = r.linear(t.linear.name);
     AwqQuantOptions qo;
