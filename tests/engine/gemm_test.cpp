@@ -303,6 +303,50 @@ TEST(GemmTest, BitwiseAcrossIsasAndThreads) {
         }
 }
 
+// prepack(): the packed GEMM reads W's panels from the pack instead of
+// packing them per call — the same bits for every row count, shape edge
+// (in across the 128-deep blocks, out across the panel width), weight type,
+// bias and thread count; a pack whose weight was replaced (a copy: other
+// data) is ignored, and a capped ISA packs for its own kernels (or, scalar,
+// not at all).
+TEST(GemmTest, PrepackedWeightsGiveTheSameBits) {
+  std::mt19937 rng(77);
+  for (int64_t rows : {1, 127, 128, 131, 300})
+    for (int64_t in : {1, 7, 100, 128, 129, 300})
+      for (int64_t out : {5, 31, 32, 33, 70})
+        for (WeightType type : {WeightType::kF32, WeightType::kBF16}) {
+          LinearWeight w = make_weight(type, out, in, out % 2 == 1, rng);
+          const std::vector<float> x = random_x(rows, in, rng);
+          LinearWeight packed = w;
+          prepack(packed);
+          EXPECT_EQ(packed.packed != nullptr, isa_supported(Isa::kAvx2));
+          for (unsigned threads : {1u, 2u, 3u}) {
+            ThreadPool pool(threads);
+            std::vector<float> a(static_cast<size_t>(rows * out)), b(a.size(), 1.0f);
+            linear(x.data(), rows, w, a.data(), pool);
+            linear(x.data(), rows, packed, b.data(), pool);
+            ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+                << "rows " << rows << " in " << in << " out " << out << " " << type_name(type) << " threads "
+                << threads;
+          }
+        }
+  ThreadPool pool(2);
+  LinearWeight w = make_weight(WeightType::kF32, 40, 150, true, rng);
+  prepack(w);
+  LinearWeight other = make_weight(WeightType::kF32, 40, 150, true, rng);
+  other.packed = w.packed;  // stale: packed from w's data
+  const std::vector<float> x = random_x(200, 150, rng);
+  std::vector<float> want(200 * 40), got(want.size());
+  LinearWeight plain = other;
+  plain.packed.reset();
+  linear(x.data(), 200, plain, want.data(), pool);
+  linear(x.data(), 200, other, got.data(), pool);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+  LinearWeight empty;
+  prepack(empty);
+  EXPECT_EQ(empty.packed, nullptr);
+}
+
 // Re-runs this binary's cap-sensitive tests under QLOOM_MAX_ISA=avx2 and
 // =scalar, so the fallback dispatch is exercised on an AVX-512 machine.
 TEST(GemmTest, CappedIsaSubprocesses) {
@@ -310,7 +354,8 @@ TEST(GemmTest, CappedIsaSubprocesses) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   for (const char* cap : {"avx2", "scalar"}) {
     const auto r = test::run_command({"env", std::string("QLOOM_MAX_ISA=") + cap, self,
-                                      "--gtest_filter=GemmTest.AutoPathHonoursIsaCap:GemmTest.NanPropagatesToWholeRow:GemmTest.BitwiseAcrossIsasAndThreads"});
+                                      "--gtest_filter=GemmTest.AutoPathHonoursIsaCap:GemmTest.NanPropagatesToWholeRow:GemmTest.BitwiseAcrossIsasAndThreads:"
+                                      "GemmTest.PrepackedWeightsGiveTheSameBits"});
     EXPECT_EQ(r.exit_code, 0) << cap << "\n" << r.out << r.err;
   }
 }

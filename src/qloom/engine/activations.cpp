@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "qloom/core/error.h"
+#include "qloom/engine/vector_exp.h"
 
 namespace qloom::engine {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 template <Activation A>
 inline float apply(float x) {
   if constexpr (A == Activation::kSilu) {
-    return x / (1.0f + std::exp(-x));
+    return x / (1.0f + exp_f32_scalar(-x));
   } else if constexpr (A == Activation::kGeluTanh) {
     const float k = 0.7978845608028654f;  // sqrt(2/pi)
     return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
@@ -30,6 +31,25 @@ void run(const float* gate, int64_t gs, const float* up, int64_t us, float* out,
     const float* u = up + r * us;
     float* o = out + r * n;
     for (int64_t i = 0; i < n; ++i) o[i] = apply<A>(g[i]) * u[i];
+  }
+}
+
+// SiLU as x / (1 + exp(-x)) with engine/vector_exp (blocks of kBlock).
+template <>
+void run<Activation::kSilu>(const float* gate, int64_t gs, const float* up, int64_t us, float* out, int64_t b,
+                            int64_t e, int64_t n) {
+  constexpr int64_t kBlock = 256;
+  float neg[kBlock], ex[kBlock];
+  for (int64_t r = b; r < e; ++r) {
+    const float* g = gate + r * gs;
+    const float* u = up + r * us;
+    float* o = out + r * n;
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      const int64_t m = std::min(kBlock, n - i0);
+      for (int64_t i = 0; i < m; ++i) neg[i] = -g[i0 + i];
+      exp_f32(neg, ex, m);
+      for (int64_t i = 0; i < m; ++i) o[i0 + i] = g[i0 + i] / (1.0f + ex[i]) * u[i0 + i];
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "qloom/engine/gemm.h"
 #include "qloom/engine/norms.h"
+#include "qloom/engine/vector_exp.h"
 
 namespace qloom::engine {
 
@@ -104,16 +105,14 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
           sr[j] = sc;
           mx = std::max(mx, sc);
         }
+        // The keys this query sees are j in [j0, j1): exp of the rest is 0.
+        const int64_t j0 = std::max<int64_t>(0, first - lo), j1 = std::min<int64_t>(nk, p - lo + 1);
+        for (int64_t j = 0; j < nk; ++j) sr[j] = j >= j0 && j < j1 ? sr[j] - mx : -INFINITY;
+        exp_f32(sr + j0, sr + j0, j1 - j0);
         double sum = 0.0;
         for (int64_t j = 0; j < nk; ++j) {
-          const int64_t kp = lo + j;
-          if (kp < first || kp > p) {
-            sr[j] = 0.0f;
-            continue;
-          }
-          const float e = std::exp(sr[j] - mx);
-          sr[j] = e;
-          sum += e;
+          if (j < j0 || j >= j1) sr[j] = 0.0f;
+          sum += sr[j];
         }
         const float inv = static_cast<float>(1.0 / sum);
         for (int64_t j = 0; j < nk; ++j) sr[j] *= inv;

@@ -70,6 +70,10 @@ float* scratch(size_t floats) {
   return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
 }
 
+const void* weight_data(const LinearWeight& w) {
+  return w.type == WeightType::kF32 ? static_cast<const void*>(w.f32.data()) : w.bf16.data();
+}
+
 float weight_at(const LinearWeight& w, int64_t o, int64_t c) {
   return w.type == WeightType::kF32 ? w.f32[static_cast<size_t>(o * w.in + c)] : w.at(o, c);
 }
@@ -187,14 +191,33 @@ void linear_path(GemmPath path, const float* x, int64_t rows, const LinearWeight
     over_columns(pool, w.out, 4, macs_per_col,
                  [&](int64_t n0, int64_t n1) { k->gemv(x, rows, w, n0, n1, y); });
   } else {
+    const PackedPanels* pk = w.packed.get();
+    const bool use = pk && pk->set == k && pk->out == w.out && pk->in == w.in && pk->type == w.type &&
+                     pk->source == weight_data(w);
     over_columns(pool, w.out, k->nr, macs_per_col, [&](int64_t n0, int64_t n1) {
-      k->gemm(x, rows, w, n0, n1, y, scratch(k->pack_floats(n1 - n0)));
+      k->gemm(x, rows, w, n0, n1, y, scratch(k->pack_floats(n1 - n0)), use ? pk->data.data() : nullptr);
     });
   }
 }
 
 void linear(const float* x, int64_t rows, const LinearWeight& w, float* y, ThreadPool& pool) {
   linear_path(GemmPath::kAuto, x, rows, w, y, pool);
+}
+
+void prepack(LinearWeight& w) {
+  w.packed.reset();
+  const GemmPath path = gemm_auto_path(kGemmMinRows, w.in, w.out, w.type);
+  const GemmKernelSet* k = kernels_for(path);
+  if (k == nullptr || w.in <= 0 || w.out <= 0) return;
+  auto p = std::make_shared<PackedPanels>();
+  p->set = k;
+  p->out = w.out;
+  p->in = w.in;
+  p->type = w.type;
+  p->source = weight_data(w);
+  p->data.resize(k->packed_floats(w));
+  k->pack(w, p->data.data());
+  w.packed = std::move(p);
 }
 
 }  // namespace qloom::engine

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "qloom/core/thread_pool.h"
@@ -15,6 +16,9 @@ namespace qloom::engine {
 
 enum class WeightType { kF32, kBF16 };
 
+// W re-laid out for the packed GEMM kernels of this CPU (prepack below).
+struct PackedPanels;
+
 struct LinearWeight {
   WeightType type = WeightType::kF32;
   int64_t out = 0;  // rows of W
@@ -22,6 +26,10 @@ struct LinearWeight {
   std::vector<float> f32;      // out*in when type == kF32
   std::vector<uint16_t> bf16;  // out*in when type == kBF16 (raw bf16 bits)
   std::vector<float> bias;     // empty, or out values
+  // Optional: W in the packed GEMM's panel layout (prepack()), so calls of
+  // >= 128 rows skip re-packing W each time; the same bits either way.
+  // Whoever changes f32 / bf16 / out / in must reset it (a copy shares it).
+  std::shared_ptr<const PackedPanels> packed;
 
   // W[r, c] as float (slow; for tests and references).
   float at(int64_t r, int64_t c) const;
@@ -33,6 +41,11 @@ struct LinearWeight {
 // x: rows*w.in floats, y: rows*w.out floats (overwritten). Thread-safe for
 // distinct y; uses `pool` for parallelism.
 void linear(const float* x, int64_t rows, const LinearWeight& w, float* y, ThreadPool& pool);
+
+// Sets w.packed for the packed GEMM kernel linear() uses on this CPU (under
+// QLOOM_MAX_ISA); a no-op without one (scalar) or for an empty W. For a
+// weight used in many calls of >= 128 rows (a search that re-runs a layer).
+void prepack(LinearWeight& w);
 void linear_ref(const float* x, int64_t rows, const LinearWeight& w, float* y);
 
 }  // namespace qloom::engine

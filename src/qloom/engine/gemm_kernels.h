@@ -14,8 +14,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "qloom/engine/gemm.h"
+
+namespace qloom::engine::detail {
+
+// W in one kernel set's B-panel layout (gemm_kernels.inc, pack_entry): per
+// k block of kc (the last shorter) every panel of nr columns (the last
+// zero-padded), kc x nr floats each; block k0 starts at k0 * panels * nr.
+struct GemmKernelSet;
+}  // namespace qloom::engine::detail
+
+namespace qloom::engine {
+struct PackedPanels {
+  const detail::GemmKernelSet* set = nullptr;
+  int64_t out = 0, in = 0;
+  WeightType type = WeightType::kF32;
+  const void* source = nullptr;  // w.f32 / w.bf16 data when packed (a cheap staleness check)
+  std::vector<float> data;
+};
+}  // namespace qloom::engine
 
 namespace qloom::engine::detail {
 
@@ -25,10 +44,15 @@ struct GemmKernelSet {
   int64_t mr;  // rows per register tile (gemm)
   int64_t kc;  // depth of one packed block
   int64_t mc;  // rows of x packed at a time
+  // packed: w's panels in this set's layout, or null (packed per call).
   void (*gemm)(const float* x, int64_t rows, const LinearWeight& w, int64_t n0, int64_t n1, float* y,
-               float* buf);
+               float* buf, const float* packed);
   void (*gemv)(const float* x, int64_t rows, const LinearWeight& w, int64_t n0, int64_t n1, float* y);
+  void (*pack)(const LinearWeight& w, float* dst);  // dst: packed_floats(w) floats
 
+  size_t packed_floats(const LinearWeight& w) const {
+    return static_cast<size_t>((w.out + nr - 1) / nr * nr * w.in);
+  }
   size_t pack_floats(int64_t ncols) const {
     const int64_t panels = (ncols + nr - 1) / nr;
     return static_cast<size_t>(mc * kc + panels * nr * kc);

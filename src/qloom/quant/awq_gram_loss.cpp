@@ -18,6 +18,7 @@ AwqGramLoss::AwqGramLoss(std::string module, const engine::LinearWeight& w, cons
   gram_.out = gram_.in = w.in;
   gram_.f32.resize(gram.size());
   std::transform(gram.begin(), gram.end(), gram_.f32.begin(), [](double v) { return static_cast<float>(v); });
+  engine::prepack(gram_);
 }
 
 void AwqGramLoss::begin(const AwqCandidates& candidates) {

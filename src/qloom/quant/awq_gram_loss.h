@@ -24,7 +24,7 @@ namespace qloom::quant {
 
 class AwqGramLoss final : public AwqPartLoss {
  public:
-  static constexpr int64_t kRowPart = 32;
+  static constexpr int64_t kRowPart = 128;  // engine::linear takes its packed GEMM from 128 rows
 
   // w: the linear's original weight (F32 or BF16; must outlive this).
   // gram: Σ_t x_tᵀ x_t, [w.in, w.in] row-major (symmetric), over `tokens`

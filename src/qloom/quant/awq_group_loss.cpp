@@ -94,6 +94,7 @@ AwqGroupLoss::AwqGroupLoss(engine::LayerRunner& runner, AwqReference ref, std::s
     : runner_(runner), ref_(std::move(ref)), out_(std::move(out_module)), run_(std::move(run)), pool_(pool) {
   parts_ = static_cast<int64_t>(ref_.out_off.size()) - 1;
   permute_rows(ff_states);
+  if (!ref_.direct) engine::prepack(runner_.linear(out_));  // fixed while the search re-runs the layer
 }
 
 void AwqGroupLoss::permute_rows(const std::vector<std::vector<float>>* ff) {
@@ -145,18 +146,24 @@ void AwqGroupLoss::permute_rows(const std::vector<std::vector<float>>* ff) {
   parts_ = (rows_ + kTokenPart - 1) / kTokenPart;
 }
 
-AwqGroupLoss::~AwqGroupLoss() { end(); }
+AwqGroupLoss::~AwqGroupLoss() {
+  end();
+  runner_.linear(out_).packed.reset();
+}
 
 void AwqGroupLoss::begin(const AwqCandidates& candidates) {
   end();
   if (ref_.direct) {
-    direct_w_ = &candidates.at(out_);
+    direct_copy_ = candidates.at(out_);
+    engine::prepack(direct_copy_);
+    direct_w_ = &direct_copy_;
     return;
   }
   for (const auto& [name, w] : candidates) {
     engine::LinearWeight& slot = runner_.linear(name);
     saved_.emplace_back(&slot, std::move(slot));
     slot = w;
+    engine::prepack(slot);  // used by every part of this grid point
   }
 }
 

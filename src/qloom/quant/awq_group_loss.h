@@ -112,6 +112,7 @@ class AwqGroupLoss final : public AwqPartLoss {
   int64_t rows_ = 0, out_cols_ = 0, hidden_ = 0;
   std::vector<float> ff_in_;  // token parts, feed-forward: permuted first-half rows
   const engine::LinearWeight* direct_w_ = nullptr;
+  engine::LinearWeight direct_copy_;  // the direct candidate, prepacked
   std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved_;  // swapped-out originals
   std::vector<float> y_;
 };
