@@ -325,29 +325,40 @@ AwqClip awq_search_clip(const engine::LinearWeight& w, const QuantSpec& spec, st
       m = std::max(m, std::fabs(W[static_cast<size_t>(o * I + k)]));
     }
 
-  // Token subsample (every step-th token from 0) and per-group input slices [T', G].
+  // Token subsample (every step-th token from 0); per group g its Gram
+  // matrix H_g = Σ_t x_t[g]ᵀ x_t[g] [G, G], so err(o, g) = Δ H_g Δᵀ / T' with
+  // Δ = (Q(clamp(W)) - W)[o, g]: G² multiply-adds per (o, g) instead of G·T'.
   const int64_t n_sample = std::min<int64_t>(tokens, config.clip_max_tokens);
   const int64_t step = std::max<int64_t>(1, tokens / n_sample);
   std::vector<int64_t> rows;
   for (int64_t t = 0; t < tokens; t += step) rows.push_back(t);
   const int64_t T = static_cast<int64_t>(rows.size());
-  std::vector<std::vector<float>> xg(static_cast<size_t>(ng), std::vector<float>(static_cast<size_t>(T * G)));
-  for (int64_t g = 0; g < ng; ++g)
-    for (int64_t t = 0; t < T; ++t)
-      std::copy_n(x.data() + rows[static_cast<size_t>(t)] * I + g * G, G, xg[static_cast<size_t>(g)].data() + t * G);
-
   ThreadPool pool(options.threads);
+  std::vector<engine::LinearWeight> gram(static_cast<size_t>(ng));
+  {
+    engine::LinearWeight xt;  // x[:, g]ᵀ [G, T'] as an [out G, in T'] weight: xt · xtᵀ = H_g
+    xt.type = engine::WeightType::kF32;
+    xt.out = G;
+    xt.in = T;
+    xt.f32.resize(static_cast<size_t>(G * T));
+    for (int64_t g = 0; g < ng; ++g) {
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t k = 0; k < G; ++k)
+          xt.f32[static_cast<size_t>(k * T + t)] = x[static_cast<size_t>(rows[static_cast<size_t>(t)] * I + g * G + k)];
+      engine::LinearWeight& h = gram[static_cast<size_t>(g)];
+      h.type = engine::WeightType::kF32;
+      h.out = h.in = G;
+      h.f32.resize(static_cast<size_t>(G * G));
+      engine::linear(xt.f32.data(), G, xt, h.f32.data(), pool);
+    }
+  }
+
   const int n_shrink = std::max(1, static_cast<int>(config.max_shrink * config.clip_n_grid));
   std::vector<double> best(static_cast<size_t>(O * ng), std::numeric_limits<double>::infinity());
   std::vector<double> unclipped(best.size(), 0.0);
   clip.max_val = org_max;
-  std::vector<float> bound(org_max.size()), wc(W.size());
-  engine::LinearWeight dg;
-  dg.type = engine::WeightType::kF32;
-  dg.out = O;
-  dg.in = G;
-  dg.f32.resize(static_cast<size_t>(O * G));
-  std::vector<float> y(static_cast<size_t>(T * O));
+  std::vector<float> bound(org_max.size()), wc(W.size()), dg(static_cast<size_t>(O * G)),
+      dh(static_cast<size_t>(O * G));
   for (int i = 0; i < n_shrink; ++i) {
     const double factor = 1.0 - static_cast<double>(i) / config.clip_n_grid;
     for (size_t b = 0; b < bound.size(); ++b)
@@ -364,14 +375,14 @@ AwqClip awq_search_clip(const engine::LinearWeight& w, const QuantSpec& spec, st
       for (int64_t o = 0; o < O; ++o)
         for (int64_t k = 0; k < G; ++k) {
           const size_t src = static_cast<size_t>(o * I + g * G + k);
-          dg.f32[static_cast<size_t>(o * G + k)] = wc[src] - W[src];
+          dg[static_cast<size_t>(o * G + k)] = wc[src] - W[src];
         }
-      engine::linear(xg[static_cast<size_t>(g)].data(), T, dg, y.data(), pool);
+      engine::linear(dg.data(), O, gram[static_cast<size_t>(g)], dh.data(), pool);  // Δ H_g (H symmetric)
       for (int64_t o = 0; o < O; ++o) {
         double err = 0.0;
-        for (int64_t t = 0; t < T; ++t) {
-          const double v = y[static_cast<size_t>(t * O + o)];
-          err += v * v;
+        for (int64_t k = 0; k < G; ++k) {
+          const size_t j = static_cast<size_t>(o * G + k);
+          err += static_cast<double>(dg[j]) * static_cast<double>(dh[j]);
         }
         err /= static_cast<double>(T);
         const size_t idx = static_cast<size_t>(o * ng + g);

@@ -34,6 +34,7 @@
 //   for i in 0 .. int(max_shrink * n_grid)-1 (i.e. shrink factors
 //     1, 0.95, ..., 0.55 with the defaults):
 //     m = m0 * (1 - i / n_grid); err = mean_t (x_t[g] · (Q(clamp(W, -m, m)) - W)[o, g])^2
+//     (evaluated as Δ H_g Δᵀ / T' from each group's input Gram matrix H_g)
 //   keep the first strict minimum; the clamp is then applied to W before the
 //   final quantization (apply_awq_clip). i = 0 is no clipping, so the
 //   objective never increases. Per-group and per-channel specs only (their
