@@ -269,7 +269,7 @@ TEST(GemmTest, BitwiseAcrossIsasAndThreads) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
   };
   for (int64_t rows : {1, 3, 4, 5, 17, 127, 128, 131})
-    for (int64_t in : {0, 1, 7, 8, 15, 16, 17, 40, 100, 300})
+    for (int64_t in : {0, 1, 7, 8, 15, 16, 17, 40, 100, 300, 385, 800})
       for (WeightType type : {WeightType::kF32, WeightType::kBF16})
         for (int variant = 0; variant < 2; ++variant) {
           const int64_t out = variant ? 37 : 5;
@@ -305,14 +305,14 @@ TEST(GemmTest, BitwiseAcrossIsasAndThreads) {
 
 // prepack(): the packed GEMM reads W's panels from the pack instead of
 // packing them per call — the same bits for every row count, shape edge
-// (in across the 128-deep blocks, out across the panel width), weight type,
+// (in across the 384-deep blocks, out across the panel width), weight type,
 // bias and thread count; a pack whose weight was replaced (a copy: other
 // data) is ignored, and a capped ISA packs for its own kernels (or, scalar,
 // not at all).
 TEST(GemmTest, PrepackedWeightsGiveTheSameBits) {
   std::mt19937 rng(77);
   for (int64_t rows : {1, 127, 128, 131, 300})
-    for (int64_t in : {1, 7, 100, 128, 129, 300})
+    for (int64_t in : {1, 7, 100, 128, 129, 300, 384, 385, 800})
       for (int64_t out : {5, 31, 32, 33, 70})
         for (WeightType type : {WeightType::kF32, WeightType::kBF16}) {
           LinearWeight w = make_weight(type, out, in, out % 2 == 1, rng);

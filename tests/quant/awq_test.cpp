@@ -230,6 +230,39 @@ TEST(Awq, ClipEdgeCases) {
   EXPECT_TRUE(awq_clip_applies("model.layers.0.block_sparse_moe.experts.3.w1"));
 }
 
+// The clip objective is evaluated from per-group input Gram matrices; its
+// unclipped value must equal the direct mean over tokens of
+// (x_t[g] · (Q(W) - W)[o, g])^2 summed over (o, g), here with a token
+// subsample (clip_max_tokens 100 of 256: every 2nd token). Tolerance 1e-5
+// relative (fp32 Gram and products; measured ~1e-7).
+TEST(Awq, ClipObjectiveIsTheDirectMeanSquaredError) {
+  const SingleLinear L;
+  AwqConfig cfg;
+  cfg.clip_max_tokens = 100;
+  for (const char* scheme : {"int4_wo_32", "uint4_wo_128"}) {
+    const QuantSpec spec = *get_scheme(scheme).linear.weight;
+    const AwqClip c = awq_search_clip(L.w, spec, L.x, L.kTokens, cfg, {}, "fc");
+    const engine::LinearWeight q = dequantized(L.w, spec);
+    const int64_t G = c.group_size, ng = c.groups_per_row, I = L.kIn;
+    double want = 0.0;
+    for (int64_t o = 0; o < L.kOut; ++o)
+      for (int64_t g = 0; g < ng; ++g) {
+        double err = 0.0;
+        int64_t n = 0;
+        for (int64_t t = 0; t < L.kTokens; t += 2, ++n) {
+          double d = 0.0;
+          for (int64_t k = g * G; k < (g + 1) * G; ++k)
+            d += static_cast<double>(L.x[static_cast<size_t>(t * I + k)]) *
+                 (static_cast<double>(q.f32[static_cast<size_t>(o * I + k)]) - L.w.f32[static_cast<size_t>(o * I + k)]);
+          err += d * d;
+        }
+        want += err / static_cast<double>(n);
+      }
+    EXPECT_NEAR(c.loss_before, want, 1e-5 * want) << scheme;
+    EXPECT_LE(c.loss_after, c.loss_before) << scheme;
+  }
+}
+
 TEST(Awq, SearchErrors) {
   const SingleLinear L;
   const QuantSpec spec = *get_scheme("int4_wo_32").linear.weight;

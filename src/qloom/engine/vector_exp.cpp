@@ -57,15 +57,22 @@ QLOOM_EXP_AVX2 void exp_avx2(const float* x, float* y, int64_t n) {
     const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
     _mm256_storeu_ps(y + i, _mm256_blendv_ps(e, v, nan));
   }
-  for (; i < n; ++i) y[i] = exp_f32_scalar(x[i]);
+  if (i < n) {  // the tail through the same body, padded with zeros
+    alignas(32) float t[8] = {};
+    std::copy(x + i, x + n, t);
+    exp_avx2(t, t, 8);
+    std::copy(t, t + (n - i), y + i);
+  }
 }
 
 QLOOM_EXP_AVX512 void exp_avx512(const float* x, float* y, int64_t n) {
   const __m512 lo = _mm512_set1_ps(kLo), hi = _mm512_set1_ps(kHi), l2e = _mm512_set1_ps(kLog2e);
   const __m512 nl2hi = _mm512_set1_ps(-kLn2Hi), nl2lo = _mm512_set1_ps(-kLn2Lo), one = _mm512_set1_ps(1.0f);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
+  for (int64_t i = 0; i < n; i += 16) {
+    // The tail lanes are masked off (loaded as 0, not stored): every lane
+    // computes what the scalar path does.
+    const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(live, x + i);
     const __m512 c = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
     const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(c, l2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(k, nl2hi, c);
@@ -83,9 +90,8 @@ QLOOM_EXP_AVX512 void exp_avx512(const float* x, float* y, int64_t n) {
     const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2, bias), 23));
     const __m512 e = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    _mm512_storeu_ps(y + i, _mm512_mask_blend_ps(nan, e, v));
+    _mm512_mask_storeu_ps(y + i, live, _mm512_mask_blend_ps(nan, e, v));
   }
-  for (; i < n; ++i) y[i] = exp_f32_scalar(x[i]);
 }
 #endif
 

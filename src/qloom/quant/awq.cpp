@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
 #include "qloom/core/thread_pool.h"
@@ -146,15 +147,31 @@ nlohmann::json AwqConfig::params_json() const {
           {"max_shrink", max_shrink},   {"clip_n_grid", clip_n_grid}, {"clip_max_tokens", clip_max_tokens}};
 }
 
+namespace {
+
+// v[i] = detail::round_to(t, v[i]) for every i, through the array
+// conversions of core/convert.h (the same rounding, vectorized).
+void round_all_to(DType t, std::vector<float>& v) {
+  if (t != DType::kBF16 && t != DType::kF16) return;
+  std::vector<uint16_t> h(v.size());
+  if (t == DType::kBF16) {
+    f32_to_bf16(v.data(), h.data(), v.size());
+    bf16_to_f32(h.data(), v.data(), v.size());
+  } else {
+    f32_to_f16(v.data(), h.data(), v.size());
+    f16_to_f32(h.data(), v.data(), v.size());
+  }
+}
+
+}  // namespace
+
 engine::LinearWeight awq_candidate(const engine::LinearWeight& w, const QuantSpec& spec, std::span<const float> s,
                                    const AwqQuantOptions& o, std::string_view name) {
   if (static_cast<int64_t>(s.size()) != w.in) usage(std::string(name), "scale count differs from in_features");
   std::vector<float> ws = f32_copy(w);
   for (int64_t r = 0; r < w.out; ++r)
-    for (int64_t c = 0; c < w.in; ++c) {
-      float& v = ws[static_cast<size_t>(r * w.in + c)];
-      v = detail::round_to(o.model_dtype, v * s[static_cast<size_t>(c)]);
-    }
+    for (int64_t c = 0; c < w.in; ++c) ws[static_cast<size_t>(r * w.in + c)] *= s[static_cast<size_t>(c)];
+  round_all_to(o.model_dtype, ws);
   const QuantizedTensor q = quantize_weight(ws.data(), static_cast<uint64_t>(w.out), static_cast<uint64_t>(w.in),
                                             spec, o.scale_dtype, name, o.model_dtype, o.threads);
   dequantize(q, ws.data(), o.threads);
