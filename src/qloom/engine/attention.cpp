@@ -10,6 +10,31 @@
 #include "qloom/engine/vector_exp.h"
 
 namespace qloom::engine {
+namespace {
+
+// Max of x[0, n) (exact in any order; four running maxima break the chain).
+float max_of(const float* x, int64_t n) {
+  float m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int l = 0; l < 4; ++l) m[l] = std::max(m[l], x[j + l]);
+  for (; j < n; ++j) m[0] = std::max(m[0], x[j]);
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
+// Σ x[0, n) in double, in a fixed order: four partial sums over j mod 4
+// (the tail into the first), then (s0 + s1) + (s2 + s3). Plain scalar code,
+// so the same bits on every ISA.
+double sum_of(const float* x, int64_t n) {
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int l = 0; l < 4; ++l) s[l] += x[j + l];
+  for (; j < n; ++j) s[0] += x[j];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+}  // namespace
 
 void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
                 const float* v, float* out, ThreadPool& pool) {
@@ -96,24 +121,19 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
         const int64_t p = pos0 + t0 + r % nq;  // this query's position
         const int64_t first = s.window > 0 ? std::max<int64_t>(0, p - s.window + 1) : 0;
         float* sr = scores.data() + r * nk;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < nk; ++j) {
-          const int64_t kp = lo + j;
-          if (kp < first || kp > p) continue;
+        // The keys this query sees are j in [j0, j1); the others weigh 0.
+        const int64_t j0 = std::max<int64_t>(0, first - lo), j1 = std::min<int64_t>(nk, p - lo + 1);
+        for (int64_t j = j0; j < j1; ++j) {
           float sc = sr[j] * s.scale;
           if (s.softcap > 0.0f) sc = s.softcap * std::tanh(sc / s.softcap);
           sr[j] = sc;
-          mx = std::max(mx, sc);
         }
-        // The keys this query sees are j in [j0, j1): exp of the rest is 0.
-        const int64_t j0 = std::max<int64_t>(0, first - lo), j1 = std::min<int64_t>(nk, p - lo + 1);
-        for (int64_t j = 0; j < nk; ++j) sr[j] = j >= j0 && j < j1 ? sr[j] - mx : -INFINITY;
+        const float mx = max_of(sr + j0, j1 - j0);
+        for (int64_t j = j0; j < j1; ++j) sr[j] -= mx;
         exp_f32(sr + j0, sr + j0, j1 - j0);
-        double sum = 0.0;
-        for (int64_t j = 0; j < nk; ++j) {
-          if (j < j0 || j >= j1) sr[j] = 0.0f;
-          sum += sr[j];
-        }
+        std::fill(sr, sr + j0, 0.0f);
+        std::fill(sr + j1, sr + nk, 0.0f);
+        const double sum = sum_of(sr + j0, j1 - j0);
         const float inv = static_cast<float>(1.0 / sum);
         for (int64_t j = 0; j < nk; ++j) sr[j] *= inv;
       }
