@@ -350,14 +350,9 @@ TEST(GemmTest, PrepackedWeightsGiveTheSameBits) {
 // Re-runs this binary's cap-sensitive tests under QLOOM_MAX_ISA=avx2 and
 // =scalar, so the fallback dispatch is exercised on an AVX-512 machine.
 TEST(GemmTest, CappedIsaSubprocesses) {
-  if (std::getenv("QLOOM_MAX_ISA") != nullptr) GTEST_SKIP() << "already capped";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (const char* cap : {"avx2", "scalar"}) {
-    const auto r = test::run_command({"env", std::string("QLOOM_MAX_ISA=") + cap, self,
-                                      "--gtest_filter=GemmTest.AutoPathHonoursIsaCap:GemmTest.NanPropagatesToWholeRow:GemmTest.BitwiseAcrossIsasAndThreads:"
-                                      "GemmTest.PrepackedWeightsGiveTheSameBits"});
-    EXPECT_EQ(r.exit_code, 0) << cap << "\n" << r.out << r.err;
-  }
+  test::expect_passes_under_isa_caps(
+      "GemmTest.AutoPathHonoursIsaCap:GemmTest.NanPropagatesToWholeRow:GemmTest.BitwiseAcrossIsasAndThreads:"
+      "GemmTest.PrepackedWeightsGiveTheSameBits");
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <vector>
 
@@ -109,15 +108,9 @@ TEST(VectorExp, SameBitsAsTheScalarPathForEveryLength) {
   EXPECT_EQ(std::memcmp(inplace.data(), copy.data(), copy.size() * 4), 0);
 }
 
+// The same two tests under QLOOM_MAX_ISA=avx2 and =scalar.
 TEST(VectorExp, CappedIsaSubprocesses) {
-  if (std::getenv("QLOOM_MAX_ISA") != nullptr) GTEST_SKIP() << "already capped";
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (const char* cap : {"avx2", "scalar"}) {
-    const auto r = test::run_command({"env", std::string("QLOOM_MAX_ISA=") + cap, self,
-                                      "--gtest_filter=VectorExp.SameBitsAsTheScalarPathForEveryLength:"
-                                      "VectorExp.EdgeValues"});
-    EXPECT_EQ(r.exit_code, 0) << cap << "\n" << r.out << r.err;
-  }
+  test::expect_passes_under_isa_caps("VectorExp.SameBitsAsTheScalarPathForEveryLength:VectorExp.EdgeValues");
 }
 
 }  // namespace

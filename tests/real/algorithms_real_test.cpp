@@ -2,7 +2,7 @@
 // KLD mean against the bf16 source on wikitext-2 (4 windows of 512 tokens) at
 // most (1 - margin) x RTN's, with the same calibration (documents of the
 // bundled c4 sample cut to 256 tokens; 32 of them, 16 for AWQ, whose grid and
-// clip searches cost ~12 s of CPU per layer). SmoothQuant runs with alpha 0.5
+// clip searches cost ~8 s of CPU per layer at 64 samples). SmoothQuant runs with alpha 0.5
 // from a --quant_algo_config_file: the llama default alpha 1.0 makes W8A8
 // per-tensor worse than RTN on this model (KLD 1.148 -> 4.509). The margins are in
 // tests/data/real/scheme_bands.json ("algorithms"), with what was measured.

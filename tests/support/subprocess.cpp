@@ -3,10 +3,13 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+
+#include <gtest/gtest.h>
 
 namespace qloom::test {
 namespace {
@@ -53,6 +56,15 @@ CommandResult run_qloom(const std::vector<std::string>& args) {
   std::vector<std::string> argv{QLOOM_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv);
+}
+
+void expect_passes_under_isa_caps(const std::string& filter) {
+  if (std::getenv("QLOOM_MAX_ISA") != nullptr) GTEST_SKIP() << "already capped";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const char* cap : {"avx2", "scalar"}) {
+    const CommandResult r = run_command({"env", std::string("QLOOM_MAX_ISA=") + cap, self, "--gtest_filter=" + filter});
+    EXPECT_EQ(r.exit_code, 0) << "QLOOM_MAX_ISA=" << cap << "\n" << r.out << r.err;
+  }
 }
 
 }  // namespace qloom::test

@@ -22,4 +22,10 @@ CommandResult run_command(const std::vector<std::string>& argv);
 // Runs the qloom CLI built with the tests (QLOOM_CLI_PATH) with these arguments.
 CommandResult run_qloom(const std::vector<std::string>& args);
 
+// Re-runs this test binary under QLOOM_MAX_ISA=avx2 and =scalar with
+// --gtest_filter=`filter`, so an AVX-512 machine exercises the fallback
+// paths too; one gtest failure per cap that fails (naming it, with the
+// child's output). Skips when this process already runs under a cap.
+void expect_passes_under_isa_caps(const std::string& filter);
+
 }  // namespace qloom::test
