@@ -47,8 +47,9 @@
 # KL(source || quantized) over every position.
 # Measured on SmolLM2-135M (2-core AMD EPYC, 1 thread, 2026-12-01):
 #   gptq  qloom 35.6 s / 216 MiB / KLD 0.3274   llm-compressor 81.5 s / 1,611 MiB / KLD 0.4182
-#   awq   qloom 403.6 s / 323 MiB / KLD 0.2389  llm-compressor 291.2 s / 1,729 MiB / KLD 0.2947
-# (GPTQ walls: medians of 3 alternated runs; AWQ: one run each.)
+#   awq   qloom 287.3 s / 246 MiB / KLD 0.2330  llm-compressor 328.8 s / 1,700 MiB / KLD 0.2947
+# (walls: farm-bench medians of alternated runs, 3 pairs for GPTQ, 2 for AWQ:
+# wall ratio 0.436 and 0.876.)
 set -euo pipefail
 build=$1 scratch=$2 model=${3:-/tmp/smollm2-hf-v4}
 py=${LLMC_PY:-/tmp/llmc/bin/python} threads=${THREADS:-1} ncalib=${NUM_CALIB:-64} seqlen=${SEQ_LEN:-256}
