@@ -49,7 +49,9 @@
 #   gptq  qloom 35.6 s / 216 MiB / KLD 0.3274   llm-compressor 81.5 s / 1,611 MiB / KLD 0.4182
 #   awq   qloom 287.3 s / 246 MiB / KLD 0.2330  llm-compressor 328.8 s / 1,700 MiB / KLD 0.2947
 # (walls: farm-bench medians of alternated runs, 3 pairs for GPTQ, 2 for AWQ:
-# wall ratio 0.436 and 0.876.)
+# wall ratio 0.436 and 0.876. GPTQ at 793452a, one run: 35.6 s / 209 MiB / KLD
+# 0.3617 — qloom's own exp moved its activations; GPTQ's KLD spreads 0.33-0.37
+# over calibration sample counts 62-66.)
 set -euo pipefail
 build=$1 scratch=$2 model=${3:-/tmp/smollm2-hf-v4}
 py=${LLMC_PY:-/tmp/llmc/bin/python} threads=${THREADS:-1} ncalib=${NUM_CALIB:-64} seqlen=${SEQ_LEN:-256}
