@@ -41,11 +41,11 @@ struct LinearWeight {
 // x: rows*w.in floats, y: rows*w.out floats (overwritten). Thread-safe for
 // distinct y; uses `pool` for parallelism.
 void linear(const float* x, int64_t rows, const LinearWeight& w, float* y, ThreadPool& pool);
+void linear_ref(const float* x, int64_t rows, const LinearWeight& w, float* y);
 
 // Sets w.packed for the packed GEMM kernel linear() uses on this CPU (under
 // QLOOM_MAX_ISA); a no-op without one (scalar) or for an empty W. For a
 // weight used in many calls of >= 128 rows (a search that re-runs a layer).
 void prepack(LinearWeight& w);
-void linear_ref(const float* x, int64_t rows, const LinearWeight& w, float* y);
 
 }  // namespace qloom::engine

@@ -20,13 +20,13 @@
 
 namespace qloom::engine::detail {
 
-// W in one kernel set's B-panel layout (gemm_kernels.inc, pack_entry): per
-// k block of kc (the last shorter) every panel of nr columns (the last
-// zero-padded), kc x nr floats each; block k0 starts at k0 * panels * nr.
 struct GemmKernelSet;
 }  // namespace qloom::engine::detail
 
 namespace qloom::engine {
+// W in one kernel set's B-panel layout (gemm_kernels.inc, pack_entry): per
+// k block of kc (the last shorter) every panel of nr columns (the last
+// zero-padded), kc x nr floats each; block k0 starts at k0 * panels * nr.
 struct PackedPanels {
   const detail::GemmKernelSet* set = nullptr;
   int64_t out = 0, in = 0;

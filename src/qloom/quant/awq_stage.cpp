@@ -57,7 +57,31 @@ struct LayerGroup {
 struct ClipRows {
   int64_t seen = 0, step = 1, cols = 0;
   std::vector<float> x;
+  void take(const float* rows, int64_t n, int64_t width) {
+    cols = width;
+    for (int64_t t = 0; t < n; ++t, ++seen)
+      if (seen % step == 0) x.insert(x.end(), rows + t * width, rows + (t + 1) * width);
+  }
 };
+
+// Quark's n_sample_token rule: every step-th of n rows, at most max_tokens.
+int64_t clip_step(int64_t n, int64_t max_tokens) { return n > 0 ? n / std::min<int64_t>(n, max_tokens) : 1; }
+
+// The pending linears the clip search covers, in forward order.
+std::vector<QuantTarget> clip_targets(LayerSession& s) {
+  std::vector<QuantTarget> targets;
+  for (const QuantTarget& t : s.pending())
+    if (awq_clip_applies(t.linear.name) && t.spec.qscheme != QScheme::kPerTensor) targets.push_back(t);
+  return targets;
+}
+
+// Per input group, its first linear in forward order (it sees the rows
+// every member sees).
+std::map<int, std::string> input_representatives(engine::LayerRunner& r) {
+  std::map<int, std::string> rep;
+  for (const engine::LayerLinear& l : r.linears()) rep.emplace(l.input_group, l.name);
+  return rep;
+}
 
 class AwqStage final : public AlgorithmStage {
  public:
@@ -88,8 +112,9 @@ class AwqStage final : public AlgorithmStage {
   // the first-half output kept in mid_ when a feed-forward group can use it,
   // and the clip rows of every linear to clip.
   std::vector<AwqReference> reference_pass(LayerSession& s, const std::vector<LayerGroup>& groups);
-  // How a group's loss runs sample s: through `part`, or the feed-forward
-  // half alone on mid_.
+  // Whether a group's loss runs the feed-forward half alone on mid_.
+  bool on_mid(const LayerGroup& lg) const { return lg.ff && !mid_.empty(); }
+  // How a group's loss runs sample s: through its part, or on mid_.
   AwqSampleRun runner_for(LayerSession& s, const LayerGroup& lg);
   void search(LayerSession& s, LayerGroup& lg, AwqReference ref);
   void clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups);
@@ -169,23 +194,13 @@ std::vector<AwqReference> AwqStage::reference_pass(LayerSession& s, const std::v
   AwqReferenceCollector collect(std::move(specs), c_.direct_loss_bytes, &s.pool());
   engine::ForwardHooks hooks = collect.hooks();
   if (c_.search.clip) {  // the clip rows ride along (Quark caches every linear's input)
-    engine::LayerRunner& r = s.runner();
-    std::map<int, std::string> representative;
-    for (const engine::LayerLinear& l : r.linears()) representative.emplace(l.input_group, l.name);
-    const int64_t all = static_cast<int64_t>(s.summary().tokens);
-    for (const QuantTarget& t : s.pending())
-      if (awq_clip_applies(t.linear.name) && t.spec.qscheme != QScheme::kPerTensor)
-        clip_rows_[representative.at(t.linear.input_group)].step =
-            all > 0 ? all / std::min<int64_t>(all, c_.search.clip_max_tokens) : 1;
+    const std::map<int, std::string> representative = input_representatives(s.runner());
+    const int64_t step = clip_step(static_cast<int64_t>(s.summary().tokens), c_.search.clip_max_tokens);
+    for (const QuantTarget& t : clip_targets(s)) clip_rows_[representative.at(t.linear.input_group)].step = step;
     hooks.linear_input = [this, ref_in = std::move(hooks.linear_input)](const engine::LinearSite& site, float* x,
                                                                          int64_t n, int64_t cols) {
       ref_in(site, x, n, cols);
-      auto it = clip_rows_.find(site.module);
-      if (it == clip_rows_.end()) return;
-      ClipRows& rw = it->second;
-      rw.cols = cols;
-      for (int64_t t = 0; t < n; ++t, ++rw.seen)
-        if (rw.seen % rw.step == 0) rw.x.insert(rw.x.end(), x + t * cols, x + (t + 1) * cols);
+      if (auto it = clip_rows_.find(site.module); it != clip_rows_.end()) it->second.take(x, n, cols);
     };
   }
   const bool keep_mid = any_ff && s.summary().activation_bytes <= c_.direct_loss_bytes;
@@ -209,7 +224,7 @@ std::vector<AwqReference> AwqStage::reference_pass(LayerSession& s, const std::v
 }
 
 AwqSampleRun AwqStage::runner_for(LayerSession& s, const LayerGroup& lg) {
-  if (lg.ff && !mid_.empty())
+  if (on_mid(lg))
     return [this, &s](size_t i, const engine::ForwardHooks& h) {
       s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
     };
@@ -242,9 +257,8 @@ void AwqStage::search(LayerSession& s, LayerGroup& lg, AwqReference ref) {
   if (ref.gram) {
     loss = std::make_unique<AwqGramLoss>(lg.out_module, r.linear(lg.out_module), ref.gram_sum, ref.tokens, s.pool());
   } else {
-    const bool ff_run = lg.ff && !mid_.empty();
     loss = std::make_unique<AwqGroupLoss>(r, std::move(ref), lg.out_module, runner_for(s, lg), s.pool(),
-                                          ff_run ? &mid_ : nullptr);
+                                          on_mid(lg) ? &mid_ : nullptr);
   }
   const auto it = last_best_.find(g.kind);
   const int first = it != last_best_.end() ? it->second : c_.search.n_grid / 4;
@@ -255,12 +269,9 @@ void AwqStage::search(LayerSession& s, LayerGroup& lg, AwqReference ref) {
 
 void AwqStage::clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups) {
   engine::LayerRunner& r = s.runner();
-  std::vector<QuantTarget> targets;
-  for (const QuantTarget& t : s.pending())
-    if (awq_clip_applies(t.linear.name) && t.spec.qscheme != QScheme::kPerTensor) targets.push_back(t);
+  const std::vector<QuantTarget> targets = clip_targets(s);
   if (targets.empty()) return;
-  std::map<int, std::string> representative;
-  for (const engine::LayerLinear& l : r.linears()) representative.emplace(l.input_group, l.name);
+  const std::map<int, std::string> representative = input_representatives(r);
   // The cached rows are the unscaled layer's: divide each input by the
   // scales folded into its readers. The step assumed every calibration
   // token reaches the input; one that saw fewer rows (an MoE expert) is
@@ -274,7 +285,7 @@ void AwqStage::clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups
   for (auto& [name, rw] : clip_rows_) {
     if (rw.seen != all) {
       again.insert(name);
-      rw.step = rw.seen > 0 ? rw.seen / std::min<int64_t>(rw.seen, c_.search.clip_max_tokens) : 1;
+      rw.step = clip_step(rw.seen, c_.search.clip_max_tokens);
       rw.seen = 0;
       std::vector<float>().swap(rw.x);
       continue;
@@ -288,11 +299,7 @@ void AwqStage::clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups
     PhaseTimer t(s.summary(), "awq.clip.keep_pass");
     engine::ForwardHooks keep;
     keep.linear_input = [&](const engine::LinearSite& site, float* x, int64_t n, int64_t cols) {
-      if (again.count(site.module) == 0) return;
-      ClipRows& rw = clip_rows_.at(site.module);
-      rw.cols = cols;
-      for (int64_t t = 0; t < n; ++t, ++rw.seen)
-        if (rw.seen % rw.step == 0) rw.x.insert(rw.x.end(), x + t * cols, x + (t + 1) * cols);
+      if (again.count(site.module)) clip_rows_.at(site.module).take(x, n, cols);
     };
     s.run(keep, engine::LayerPart::kFull);
   }
