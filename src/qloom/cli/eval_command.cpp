@@ -1,4 +1,6 @@
-// qloom eval <model_dir> [--source DIR] --task ppl|kld|gsm8k --dataset PATH|wikitext2|gsm8k
+// qloom eval <model_dir> [--source DIR] --task ppl|kld|gsm8k|hellaswag|arc_easy|arc_challenge|piqa|
+//            winogrande|mmlu --dataset PATH|wikitext2|gsm8k|hellaswag [--num_fewshot N
+//            --fewshot_dataset FILE]
 //            [--seq_len N] [--protocol quark|llamacpp] [--limit N] [--time_budget S]
 //            [--max_gen_toks N] [--json out.json] [--threads N]
 #include <unistd.h>
@@ -27,27 +29,38 @@ void register_eval(CLI::App& app, CommandFn& run) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "eval", "Evaluate a model: perplexity (Quark or llama.cpp protocol), KL divergence "
-              "against its source, or GSM8K (lm-eval's 5-shot task)");
+              "against its source, GSM8K (lm-eval's 5-shot task), or a multiple-choice task "
+              "scored by log-likelihood as lm-eval scores it (acc, acc_norm)");
   sub->add_option("model_dir", o->eval.model_dir, "the model to evaluate (the quantized one for kld)")
       ->required();
   sub->add_option(flag_names("source"), o->eval.source_dir, "kld: the source (reference) model");
-  sub->add_option(flag_names("task"), o->eval.task, "ppl, kld or gsm8k")
+  sub->add_option(flag_names("task"), o->eval.task,
+                  "ppl, kld, gsm8k, hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu")
       ->required()
-      ->check(CLI::IsMember({"ppl", "kld", "gsm8k"}));
+      ->check(CLI::IsMember({"ppl", "kld", "gsm8k", "hellaswag", "arc_easy", "arc_challenge", "piqa",
+                             "winogrande", "mmlu"}));
   sub->add_option(flag_names("dataset"), o->eval.dataset,
-                  "wikitext2, tinystories, gsm8k, or a file (.txt: one document; "
-                  ".jsonl: gsm8k questions); default wikitext2 (ppl/kld) or gsm8k");
+                  "wikitext2, tinystories, gsm8k, hellaswag (bundled first 200), or a file (.txt: one "
+                  "document; .jsonl: gsm8k questions or the multiple-choice task's HF rows; "
+                  "hellaswag also reads llama.cpp's hellaswag text file); default wikitext2 "
+                  "(ppl/kld), gsm8k, hellaswag");
   sub->add_option(flag_names("seq_len"), o->eval.seq_len,
                   "window length in tokens (default: quark min(2048, max_position_embeddings), "
                   "llamacpp 512)");
   sub->add_option(flag_names("protocol"), o->eval.protocol, "ppl/kld windowing: quark or llamacpp")
       ->check(CLI::IsMember({"quark", "llamacpp"}));
   sub->add_option(flag_names("limit"), o->limit,
-                  "only the first N windows (ppl/kld) or questions (gsm8k)");
+                  "only the first N windows (ppl/kld), questions (gsm8k) or documents");
   sub->add_option(flag_names("time_budget"), o->eval.time_budget,
                   "seconds: time the first window/question and limit the work to fit");
   sub->add_option(flag_names("max_gen_toks"), o->eval.max_gen_toks,
                   "gsm8k: most tokens generated per answer (default 256)");
+  sub->add_option(flag_names("num_fewshot"), o->eval.num_fewshot,
+                  "multiple choice: few-shot examples per document (default 0, lm-eval's default "
+                  "for these tasks)");
+  sub->add_option(flag_names("fewshot_dataset"), o->eval.fewshot_dataset,
+                  "multiple choice: the file the few-shot examples are drawn from (lm-eval: the "
+                  "train split; mmlu: dev, first n of the subject)");
   sub->add_option(flag_names("json"), o->json, "also write the results as one JSON object here");
   sub->add_option(flag_names("threads"), o->eval.threads, "compute threads (0 = all cores)");
   sub->callback([o, sub, &run] {

@@ -70,6 +70,10 @@ std::string render_table(const EvalReport& r) {
     rows.push_back({r.task, "ppl_quantized", fmt("%.4f", k.ppl_quantized),
                     fmt("%.4f", k.ppl_quantized_stderr)});
     rows.push_back({r.task, "ppl_ratio", fmt("%.6f", k.ppl_ratio), fmt("%.6f", k.ppl_ratio_stderr)});
+  } else if (r.is_multiple_choice()) {
+    rows.push_back({r.task, "acc", fmt("%.4f", r.acc), fmt("%.4f", r.acc_stderr)});
+    if (r.has_acc_norm) rows.push_back({r.task, "acc_norm", fmt("%.4f", r.acc_norm), fmt("%.4f", r.acc_norm_stderr)});
+    rows.push_back({r.task, "n", std::to_string(r.n), ""});
   } else {
     rows.push_back({r.task, "exact_match,strict-match", fmt("%.4f", r.accuracy_strict),
                     fmt("%.4f", binomial_stderr(r.accuracy_strict, r.n))});
@@ -142,6 +146,16 @@ nlohmann::json report_to_json(const EvalReport& r) {
     j["ppl_source"] = k.ppl_source;
     j["ppl_quantized"] = k.ppl_quantized;
     j["ppl_ratio"] = k.ppl_ratio;
+  } else if (r.is_multiple_choice()) {
+    j["n"] = r.n;
+    j["n_total"] = r.n_total;
+    j["num_fewshot"] = r.num_fewshot;
+    j["acc"] = r.acc;
+    j["acc_stderr"] = r.acc_stderr;
+    if (r.has_acc_norm) {
+      j["acc_norm"] = r.acc_norm;
+      j["acc_norm_stderr"] = r.acc_norm_stderr;
+    }
   } else {
     j["n"] = r.n;
     j["accuracy_strict"] = r.accuracy_strict;

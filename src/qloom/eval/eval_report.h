@@ -7,6 +7,9 @@
 //      kld:   kld_mean, kld_median, kld_p99, top1_agreement (fraction 0..1),
 //             ppl_source, ppl_quantized, ppl_ratio (+ windows, tokens_scored)
 //      gsm8k: n, accuracy_strict, accuracy_flexible (fractions 0..1)
+//      hellaswag, arc_easy, arc_challenge, piqa, winogrande, mmlu (multiple
+//             choice): n, n_total, num_fewshot, acc, acc_stderr, and where
+//             lm-eval reports it acc_norm, acc_norm_stderr (fractions 0..1)
 //    plus protocol, source, seconds, limited_by and notes.
 // The per-sample scores (EvalReport::samples) are not part of the JSON (they
 // can be large); callers that pair two runs (agent/eval_phase.h) read them.
@@ -35,10 +38,12 @@ struct SampleScores {
   std::vector<double> source_token_nll;
   // gsm8k: per question (n values), 1 when that filter's answer is correct.
   std::vector<uint8_t> strict_correct, flexible_correct;
+  // multiple choice: per document (n values), 1 when acc / acc_norm is right.
+  std::vector<uint8_t> acc_correct, acc_norm_correct;
 };
 
 struct EvalReport {
-  std::string task;  // "ppl", "kld", "gsm8k"
+  std::string task;  // "ppl", "kld", "gsm8k", or a multiple-choice task
   std::string model, source, dataset, protocol;
   int64_t seq_len = 0;                // 0 for gsm8k
   std::optional<int64_t> limit;       // --limit as given
@@ -50,9 +55,14 @@ struct EvalReport {
   double ppl = 0, ppl_stderr = 0;
   // kld
   KldSummary kld;
-  // gsm8k
+  // gsm8k and multiple choice
   int64_t n = 0, n_total = 0;
   double accuracy_strict = 0, accuracy_flexible = 0;
+  // multiple choice
+  int num_fewshot = 0;
+  bool has_acc_norm = false;
+  double acc = 0, acc_stderr = 0, acc_norm = 0, acc_norm_stderr = 0;
+  bool is_multiple_choice() const { return !task.empty() && task != "ppl" && task != "kld" && task != "gsm8k"; }
 
   SampleScores samples;
 };

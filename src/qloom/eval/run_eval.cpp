@@ -11,6 +11,7 @@
 #include "qloom/eval/datasets.h"
 #include "qloom/eval/gsm8k.h"
 #include "qloom/eval/kld.h"
+#include "qloom/eval/multiple_choice.h"
 #include "qloom/eval/perplexity.h"
 #include "qloom/eval/progress.h"
 
@@ -164,6 +165,66 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   }
 }
 
+std::filesystem::path mc_dataset_file(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
+  if (!r.dataset.empty() && r.dataset != task.name) return r.dataset;
+  if (task.name != "hellaswag")
+    throw Error(ErrorKind::kUsage, "", "--dataset",
+                "qloom bundles no " + task.name + " documents: pass --dataset FILE (" + task.formats + ")",
+                "lm-eval's data set for it can be saved with datasets' to_json() as such a file");
+  r.dataset = task.name;
+  note(o, r, "bundled hellaswag subset: the first 200 of the 10042 validation tasks (llama.cpp's text layout); "
+             "pass --dataset FILE for the full set");
+  return bundled_file("hellaswag/hellaswag_val_first200.txt");
+}
+
+// lm-eval's HFLM.max_length: the config's max_position_embeddings, else 2048.
+int64_t mc_max_length(const engine::Model& m) {
+  const int64_t p = m.config().max_position_embeddings;
+  return p > 0 ? p : 2048;
+}
+
+void run_mc_task(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
+  if (o.num_fewshot < 0) throw Error(ErrorKind::kUsage, "", "--num_fewshot", "--num_fewshot must be 0 or more");
+  if (o.num_fewshot > 0 && o.fewshot_dataset.empty())
+    throw Error(ErrorKind::kUsage, "", "--fewshot_dataset",
+                "--num_fewshot " + std::to_string(o.num_fewshot) + " needs the few-shot pool",
+                "pass --fewshot_dataset FILE (lm-eval draws from the task's train split; mmlu: dev)");
+  const std::filesystem::path file = mc_dataset_file(o, r, task);
+  const std::vector<McExample> docs = load_mc_examples(task, file);
+  std::vector<McExample> pool;
+  if (o.num_fewshot > 0) pool = load_mc_examples(task, o.fewshot_dataset);
+  if (o.log != nullptr) *o.log << "qloom eval: " << docs.size() << " " << task.name << " documents read from " << file.string() << "\n" << std::flush;
+  engine::LoadOptions lo;
+  lo.threads = o.threads;
+  enter(o, EvalStage::kLoadModel);
+  LoadedModel model = load_for_eval(o.model_dir, lo);
+  enter(o, EvalStage::kPrepare);
+  const engine::Tokenizer tok = load_tokenizer(o);
+  r.n_total = int64_t(docs.size());
+  int64_t count = r.n_total;
+  apply_limit(o, r, count, "document");
+  r.num_fewshot = o.num_fewshot;
+  const auto fewshot = choose_fewshot(task, docs, size_t(count), pool, o.num_fewshot);
+  Progress progress(o.log, o.log_is_tty, r.task, "documents", count);
+  UnitTracker track{o, r, progress, "document", count, 0, count};
+  enter(o, EvalStage::kScore);
+  const McResult res = run_multiple_choice(*model.model, &model.runtime.hooks, tok, task, docs, fewshot,
+                                           size_t(count), mc_max_length(*model.model), std::ref(track));
+  progress.finish();
+  r.n = res.n();
+  r.samples.acc_correct = res.correct(false);
+  r.samples.acc_norm_correct = res.correct(true);
+  const MetricValue acc = mean_and_stderr(r.samples.acc_correct);
+  r.acc = acc.value;
+  r.acc_stderr = acc.stderr_;
+  r.has_acc_norm = task.acc_norm;
+  if (task.acc_norm) {
+    const MetricValue an = mean_and_stderr(r.samples.acc_norm_correct);
+    r.acc_norm = an.value;
+    r.acc_norm_stderr = an.stderr_;
+  }
+}
+
 }  // namespace
 
 EvalReport run_eval(const EvalOptions& o) {
@@ -174,13 +235,20 @@ EvalReport run_eval(const EvalOptions& o) {
   r.model = o.model_dir;
   r.source = o.source_dir;
   r.limit = o.limit;
-  if (o.task != "ppl" && o.task != "kld" && o.task != "gsm8k")
+  const McTaskInfo* mc = find_mc_task(o.task);
+  if (o.task != "ppl" && o.task != "kld" && o.task != "gsm8k" && mc == nullptr)
     throw Error(ErrorKind::kUsage, "", "--task", "unknown task '" + o.task + "'",
-                "use ppl, kld or gsm8k");
+                "use ppl, kld, gsm8k, hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu");
   if (o.limit && *o.limit < 1)
     throw Error(ErrorKind::kUsage, "", "--limit", "--limit must be at least 1");
   if (o.max_gen_toks < 1)
     throw Error(ErrorKind::kUsage, "", "--max_gen_toks", "--max_gen_toks must be at least 1");
+  if (mc != nullptr) {
+    r.dataset = o.dataset;
+    run_mc_task(o, r, *mc);
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return r;
+  }
   r.dataset = !o.dataset.empty() ? o.dataset : (o.task == "gsm8k" ? "gsm8k" : "wikitext2");
   if (o.task == "gsm8k")
     run_gsm8k_task(o, r);

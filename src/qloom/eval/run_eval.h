@@ -27,14 +27,18 @@ enum class EvalStage {
 struct EvalOptions {
   std::string model_dir;
   std::string source_dir;     // kld: the reference model (required)
-  std::string task;           // "ppl", "kld", "gsm8k"
-  std::string dataset;        // empty: wikitext2 (ppl/kld) or gsm8k
+  std::string task;           // "ppl", "kld", "gsm8k", or a multiple-choice task (mc_tasks.h)
+  // empty: wikitext2 (ppl/kld), gsm8k, or the task's bundled subset
+  // (hellaswag: the first 200 validation tasks); a file path otherwise.
+  std::string dataset;
   std::string protocol = "quark";
   int64_t seq_len = 0;        // 0: the protocol's default for the model
-  std::optional<int64_t> limit;   // windows (ppl/kld) or questions (gsm8k)
+  std::optional<int64_t> limit;   // windows (ppl/kld), questions (gsm8k) or documents
   double time_budget = 0;     // seconds; <= 0: none
   unsigned threads = 0;       // 0: all cores
   int64_t max_gen_toks = 256; // gsm8k
+  int num_fewshot = 0;        // multiple choice: few-shot examples per document
+  std::string fewshot_dataset;  // multiple choice: the few-shot pool (a file of the task's format)
   std::ostream* log = nullptr;  // progress and notes (stderr in the CLI)
   bool log_is_tty = false;
   // The tokenizer's directory; empty: model_dir's, or source_dir's when
