@@ -84,10 +84,10 @@ fi
 loaded=$(grep -oP 'loaded \K\d+(?= tasks)' "$log" | head -1 || echo '?')
 commit=$(git -C "$build/.." rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 echo "$last" | awk -v wall="$(echo "$t1 - $t0" | bc -l)" -v thr="$threads" -v loaded="$loaded" \
-  -v commit="$commit" -v gguf="$(basename "$gguf")" -v log="$log" '{
+  -v commit="$commit" -v gguf="$(basename "$gguf")" -v logf="$log" '{
   n = $1; v = $2; sub(/%/, "", v); p = v / 100.0;
   se = (n > 1) ? sqrt(p * (1 - p) / (n - 1)) : 0;
   ci = ""; if (NF >= 3) { ci = $3; for (i = 4; i <= NF; i++) ci = ci " " $i; ci = " wilson95 " ci }
   printf "hellaswag_llamacpp: %s n %d (of %s loaded, random subset unless all) acc_norm %.4f +/- %.4f%s wall %.1f s threads %s llama.cpp %s log %s\n",
-    gguf, n, loaded, p, se, ci, wall, thr, commit, log
+    gguf, n, loaded, p, se, ci, wall, thr, commit, logf
 }'
