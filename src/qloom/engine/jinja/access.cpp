@@ -106,13 +106,13 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   std::vector<std::string> cps;
   if (obj.is_string()) cps = codepoints(obj.as_string());
   const auto n = static_cast<int64_t>(obj.is_string() ? cps.size() : obj.as_list().size());
-  auto clamp = [&](int64_t v, bool is_start) {
+  auto clamp = [&](int64_t v) {
     if (v < 0) v += n;
     if (step > 0) return std::clamp<int64_t>(v, 0, n);
-    return std::clamp<int64_t>(v, -1, n - 1) + (is_start ? 0 : 0);
+    return std::clamp<int64_t>(v, -1, n - 1);
   };
-  int64_t b = start.is_none() || start.is_undefined() ? (step > 0 ? 0 : n - 1) : clamp(slice_bound(start, 0), true);
-  int64_t e = stop.is_none() || stop.is_undefined() ? (step > 0 ? n : -1) : clamp(slice_bound(stop, 0), false);
+  int64_t b = start.is_none() || start.is_undefined() ? (step > 0 ? 0 : n - 1) : clamp(slice_bound(start, 0));
+  int64_t e = stop.is_none() || stop.is_undefined() ? (step > 0 ? n : -1) : clamp(slice_bound(stop, 0));
   List items;
   std::string text;
   for (int64_t i = b; step > 0 ? i < e : i > e; i += step) {
