@@ -287,9 +287,41 @@ TEST_F(EvalPhase, KldGatesOnPerplexityAndRecordsTheDivergence) {
   EXPECT_NEAR(pr.gap.quantized_score / r.gap.quantized_score, 1.0, 1e-9);
 }
 
+TEST_F(EvalPhase, HellaswagGatesOnAccNormOverTheSameDocuments) {
+  const fs::path ws = workspace("hellaswag");
+  EvalPhaseOptions o = ppl_options(ws);
+  o.metric_name = "HellaSwag";
+  o.limit = 3;
+  const EvalPhaseResult r = run_eval_phase(o);
+  ASSERT_FALSE(r.skipped) << r.skip_reason;
+  EXPECT_EQ(r.metric.task, "hellaswag");
+  EXPECT_EQ(r.metric.headline, "acc_norm");
+  EXPECT_EQ(r.gap.n, 3u);
+  const nlohmann::json j = read_json(ws / "eval_report.json");
+  EXPECT_TRUE(check_artifact("eval_report", j).empty()) << j.dump(2);
+  EXPECT_EQ(j["metric_name"], "hellaswag");
+  EXPECT_EQ(j["dataset"], "hellaswag");
+  EXPECT_EQ(j["n_unit"], "documents");
+  EXPECT_EQ(j["limit_unit"], "documents");
+  EXPECT_EQ(j["samples_total"], 200);
+  EXPECT_EQ(j["secondary"]["metric"], "acc");
+  const nlohmann::json sj = read_json(ws / "source_eval_samples.json");
+  ASSERT_EQ(sj["acc_norm_correct"].size(), 3u);
+  EXPECT_EQ(sj["acc_correct"].size(), 3u);
+  double sum = 0;
+  for (const auto& x : sj["acc_norm_correct"]) sum += x.get<int>();
+  EXPECT_DOUBLE_EQ(j["source_score"].get<double>(), sum / 3.0);
+  EXPECT_NEAR(headline(ws / "source_eval.md", "Accuracy"), j["source_score"].get<double>(), 5e-5);
+  EXPECT_NE(read_file(ws / "quantized_eval.md").find("- n: 3 documents"), std::string::npos);
+  // A second attempt reuses the source's documents.
+  const EvalPhaseResult again = run_eval_phase(o);
+  EXPECT_TRUE(again.source_cached);
+  EXPECT_EQ(again.gap.source_score, r.gap.source_score);
+}
+
 TEST_F(EvalPhase, MetricsWithoutAnOfflineEvaluatorAreEnvUnavailable) {
   for (const auto& [metric, dataset] : std::vector<std::pair<std::string, std::string>>{
-           {"mmlu", ""}, {"hellaswag", ""}, {"bloom_room_zoom_score", ""}, {"ppl", "c4"}, {"gsm8k", "wikitext2"},
+           {"mmlu", ""}, {"hellaswag", "c4"}, {"bloom_room_zoom_score", ""}, {"ppl", "c4"}, {"gsm8k", "wikitext2"},
            {"ppl", "/nonexistent/qloom/vllm_sglang_quantized_load.txt"}}) {
     const fs::path ws = workspace("skip-" + std::to_string(std::hash<std::string>()(metric + dataset)));
     EvalPhaseOptions o = ppl_options(ws);
@@ -458,6 +490,22 @@ TEST(EvalMetricNames, SynonymsDefaultsAndOfflineData) {
   const std::string stories = std::string(QLOOM_SOURCE_DIR) + "/data/datasets/tinystories/TinyStories-valid-first1000.txt";
   EXPECT_EQ(resolve_eval_metric("ppl", stories).dataset, fs::absolute(stories).lexically_normal().string());
   EXPECT_FALSE(resolve_eval_metric("gsm8k", stories).unavailable.empty());  // not a .jsonl
+  const EvalMetric hs = resolve_eval_metric("hellaswag", "hellaswag");
+  EXPECT_EQ(hs.task, "hellaswag");
+  EXPECT_EQ(hs.headline, "acc_norm");
+  EXPECT_EQ(hs.dataset, "hellaswag");
+  EXPECT_TRUE(hs.unavailable.empty());
+  EXPECT_EQ(resolve_eval_metric("hellaswag acc", "").metric_name, "hellaswag_acc");
+  EXPECT_EQ(resolve_eval_metric("hellaswag acc", "").headline, "acc");
+  EXPECT_EQ(resolve_eval_metric("ARC", "").task, "arc_challenge");
+  EXPECT_NE(resolve_eval_metric("ARC", "").unavailable.find("bundles no arc_challenge"), std::string::npos);
+  EXPECT_EQ(resolve_eval_metric("mmlu", "").headline, "acc");
+  const std::string arc = std::string(QLOOM_TEST_DATA_DIR) + "/mc/arc.jsonl";
+  const EvalMetric ae = resolve_eval_metric("arc-e", arc);
+  EXPECT_EQ(ae.task, "arc_easy");
+  EXPECT_TRUE(ae.unavailable.empty()) << ae.unavailable;
+  EXPECT_EQ(ae.dataset, fs::absolute(arc).lexically_normal().string());
+  EXPECT_EQ(resolve_eval_metric("mmlu_acc_norm", "").task, "");  // lm-eval reports no acc_norm for mmlu
   const EvalMetric m = resolve_eval_metric("zoom-accuracy", "");
   EXPECT_EQ(m.task, "");
   EXPECT_EQ(m.metric_name, "zoom-accuracy");

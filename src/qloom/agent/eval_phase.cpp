@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/agent/artifact_schema.h"
+#include "qloom/agent/eval_text.h"
 #include "qloom/core/error.h"
 #include "qloom/eval/eval_report.h"
+#include "qloom/eval/mc_tasks.h"
 #include "qloom/eval/run_eval.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/text_file.h"
@@ -25,6 +27,7 @@ namespace qloom::agent {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace eval_text;  // NOLINT: the helpers are this file's vocabulary
 using json = nlohmann::ordered_json;
 
 constexpr const char* kSamplesFormat = "qloom-eval-samples/1";
@@ -35,56 +38,6 @@ constexpr const char* kQuantizedSamples = "quantized_eval_samples.json";
 constexpr const char* kReport = "eval_report.json";
 constexpr const char* kSkipped = "eval_skipped.txt";
 constexpr const char* kBackend = "qloom";
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Lowercase, trimmed, ' ' and '-' read as '_'.
-std::string normalize_name(std::string_view s) {
-  std::string out = lower(s);
-  const size_t b = out.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  out = out.substr(b, out.find_last_not_of(" \t\r\n") - b + 1);
-  for (char& c : out)
-    if (c == ' ' || c == '-') c = '_';
-  return out;
-}
-
-bool one_of(const std::string& s, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (s == n) return true;
-  return false;
-}
-
-// One line: newlines and tabs become spaces.
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return s;
-}
-
-// Inserts a zero-width space after the first letter of every occurrence (any
-// case) of `words`, so outcomes.h's substring classifier cannot see them.
-std::string defuse(std::string text, std::initializer_list<std::string_view> words) {
-  static const std::string kZwsp = "\xE2\x80\x8B";
-  for (std::string_view w : words) {
-    size_t pos = 0;
-    for (;;) {
-      pos = lower(text).find(w, pos);
-      if (pos == std::string::npos) break;
-      text.insert(pos + 1, kZwsp);
-      pos += 1 + kZwsp.size();
-    }
-  }
-  return text;
-}
-
-std::string env_reason(const std::string& text) {
-  return defuse(one_line(text), {"oom", "vllm", "sglang", "quantized_load"});
-}
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -102,7 +55,9 @@ struct Side {
   int64_t seq_len = 0;
   std::string protocol;
   std::vector<double> token_nll;                 // ppl / kld
-  std::vector<uint8_t> strict, flexible;         // gsm8k
+  // 0/1 per question or document: gsm8k strict-match / flexible-extract;
+  // multiple choice acc / acc_norm (score_keys names them in the samples file).
+  std::vector<uint8_t> strict, flexible;
   std::optional<int64_t> limit_used() const {
     return units_used < units_total ? std::optional<int64_t>(units_used) : std::nullopt;
   }
@@ -110,6 +65,18 @@ struct Side {
 };
 
 bool is_text_task(const std::string& task) { return task == "ppl" || task == "kld"; }
+bool is_mc_task(const std::string& task) { return eval::find_mc_task(task) != nullptr; }
+
+// The samples file's keys of Side::strict / Side::flexible.
+std::pair<const char*, const char*> score_keys(const std::string& task) {
+  if (is_mc_task(task)) return {"acc_correct", "acc_norm_correct"};
+  return {"strict_correct", "flexible_correct"};
+}
+
+// The headline is Side::flexible's score (not Side::strict's).
+bool headline_is_second(const EvalMetric& m) {
+  return m.headline == "exact_match,flexible-extract" || m.headline == "acc_norm";
+}
 
 // exp(mean NLL) as eval_gap's paired_ppl_gap computes it (sum in order / n).
 double ppl_of(const std::vector<double>& nll) {
@@ -128,12 +95,14 @@ double accuracy_of(const std::vector<uint8_t>& v) {
 
 double headline_score(const Side& s, const EvalMetric& m) {
   if (is_text_task(m.task)) return ppl_of(s.token_nll);
-  return accuracy_of(m.headline == "exact_match,flexible-extract" ? s.flexible : s.strict);
+  return accuracy_of(headline_is_second(m) ? s.flexible : s.strict);
 }
 
 std::vector<double> as_doubles(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
 
-const char* unit_of(const EvalMetric& m) { return is_text_task(m.task) ? "windows" : "questions"; }
+const char* unit_of(const EvalMetric& m) {
+  return is_text_task(m.task) ? "windows" : is_mc_task(m.task) ? "documents" : "questions";
+}
 
 // kld: token_nll is the evaluated (quantized) model's; the source's come from the cache.
 Side side_from_report(const std::string& role, const std::string& model, const eval::EvalReport& r) {
@@ -148,6 +117,11 @@ Side side_from_report(const std::string& role, const std::string& model, const e
     s.units_total = r.n_total;
     s.strict = r.samples.strict_correct;
     s.flexible = r.samples.flexible_correct;
+  } else if (r.is_multiple_choice()) {
+    s.units_used = r.n;
+    s.units_total = r.n_total;
+    s.strict = r.samples.acc_correct;
+    s.flexible = r.samples.acc_norm_correct;
   } else {
     s.units_used = r.windows;
     s.units_total = r.windows_total;
@@ -176,8 +150,9 @@ json samples_json(const Side& s, const EvalMetric& m, const json& key) {
   if (is_text_task(m.task)) {
     j["token_nll"] = s.token_nll;
   } else {
-    j["strict_correct"] = s.strict;
-    j["flexible_correct"] = s.flexible;
+    const auto [first, second] = score_keys(m.task);
+    j[first] = s.strict;
+    j[second] = s.flexible;
   }
   return j;
 }
@@ -223,9 +198,10 @@ std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, 
       for (double x : s.token_nll)
         if (!std::isfinite(x)) throw std::runtime_error("a non-finite NLL");
     } else {
-      s.strict = j.at("strict_correct").get<std::vector<uint8_t>>();
-      s.flexible = j.at("flexible_correct").get<std::vector<uint8_t>>();
-      if (s.flexible.size() != s.strict.size()) throw std::runtime_error("strict/flexible lengths differ");
+      const auto [first, second] = score_keys(m.task);
+      s.strict = j.at(first).get<std::vector<uint8_t>>();
+      s.flexible = j.at(second).get<std::vector<uint8_t>>();
+      if (s.flexible.size() != s.strict.size()) throw std::runtime_error(std::string(first) + " / " + second + " lengths differ");
       for (uint8_t x : s.strict)
         if (x > 1) throw std::runtime_error("a score other than 0/1");
       for (uint8_t x : s.flexible)
@@ -330,6 +306,10 @@ std::string render_md(const std::string& title, const Side& s, const eval::EvalR
     md += "- metric: " + m.metric_name + " (headline: perplexity, lower is better)\n";
     md += "- dataset: " + m.dataset + " (" + s.protocol + " protocol, " + std::to_string(s.seq_len) +
           "-token windows)\n";
+  } else if (is_mc_task(m.task)) {
+    md += "- metric: " + m.metric_name + " (headline: " + m.headline + "; lm-eval " + m.task +
+          ", 0-shot, log-likelihood of each option)\n";
+    md += "- dataset: " + m.dataset + "\n";
   } else {
     md += "- metric: " + m.metric_name + " (headline: " + m.headline +
           "; lm-eval gsm8k, 5-shot, greedy, max_gen_toks " + std::to_string(o.max_gen_toks) + ")\n";
@@ -340,7 +320,7 @@ std::string render_md(const std::string& title, const Side& s, const eval::EvalR
     md += "- limit: " + std::to_string(*s.limit_used()) + " " + unit + " (of " + std::to_string(s.units_total) + ")\n";
   else
     md += "- limit: none (all " + std::to_string(s.units_total) + " " + unit + ")\n";
-  md += "- n: " + std::to_string(s.n()) + (is_text_task(m.task) ? " tokens scored" : " questions") + "\n";
+  md += "- n: " + std::to_string(s.n()) + (is_text_task(m.task) ? " tokens scored" : std::string(" ") + unit_of(m)) + "\n";
   md += std::string("- backend: ") + kBackend + " native engine\n";
   md += "- seconds: " + fmt("%.2f", r.seconds) + "\n";
   md += "- per-sample scores: " + samples_file + "\n";
@@ -398,70 +378,6 @@ EvalSkip eval_skip_for(std::exception_ptr error, const std::string& role, eval::
       where = std::string("evaluation failed while ") + stage_name(stage);
     return {"eval_env_unavailable", env_reason(where + ": " + what)};
   }
-}
-
-EvalMetric resolve_eval_metric(const std::string& metric_name, const std::string& eval_dataset) {
-  EvalMetric m;
-  const std::string name = normalize_name(metric_name);
-  const std::string ds = normalize_name(eval_dataset);
-  std::string default_ds;
-  if (one_of(name, {"", "gsm8k", "gsm_8k", "gsm", "gsm8k_strict", "gsm8k_strict_match", "gsm8k_5shot"})) {
-    m.metric_name = "gsm8k";
-    m.task = "gsm8k";
-    m.headline = "exact_match,strict-match";
-  } else if (one_of(name, {"gsm8k_flexible", "gsm8k_flexible_extract"})) {
-    m.metric_name = "gsm8k_flexible";
-    m.task = "gsm8k";
-    m.headline = "exact_match,flexible-extract";
-  } else if (one_of(name, {"ppl", "perplexity", "wikitext", "wikitext2", "wikitext_2", "wikitext_ppl",
-                           "wikitext2_ppl", "wikitext_2_ppl", "wikitext_2_raw_v1", "word_perplexity",
-                           "tinystories", "tiny_stories", "tinystories_ppl"})) {
-    m.metric_name = "ppl";
-    m.task = "ppl";
-    m.headline = "perplexity";
-    if (name.rfind("tinystories", 0) == 0 || name == "tiny_stories") default_ds = "tinystories";
-  } else if (one_of(name, {"kld", "kl", "kl_div", "kldiv", "kl_divergence"})) {
-    m.metric_name = "kld";
-    m.task = "kld";
-    m.headline = "perplexity";
-  } else {
-    m.metric_name = metric_name;
-    m.unavailable = env_reason("metric '" + metric_name +
-                               "' is not available offline: the native engine has no evaluator for it "
-                               "(available: gsm8k, gsm8k_flexible, ppl, kld)");
-    return m;
-  }
-
-  std::error_code ec;
-  const bool file = !eval_dataset.empty() && fs::is_regular_file(eval_dataset, ec);
-  if (m.task == "gsm8k") {
-    if (ds.empty() || ds == "gsm8k") {
-      m.dataset = "gsm8k";
-    } else if (file && eval_dataset.size() > 6 && eval_dataset.ends_with(".jsonl")) {
-      m.dataset = absolute_path(eval_dataset);
-    } else {
-      m.dataset = eval_dataset;
-      m.unavailable = env_reason("data set '" + eval_dataset +
-                                 "' is not available offline for gsm8k (bundled: gsm8k; or a local .jsonl "
-                                 "file of {question, answer})");
-    }
-    return m;
-  }
-  if (ds.empty()) {
-    m.dataset = default_ds.empty() ? "wikitext2" : default_ds;
-  } else if (one_of(ds, {"wikitext2", "wikitext", "wikitext_2", "wikitext_2_raw_v1", "wikitext_2_raw", "wikitext2_raw", "wiki"})) {
-    m.dataset = "wikitext2";
-  } else if (ds == "tinystories" || ds == "tiny_stories") {
-    m.dataset = "tinystories";
-  } else if (file) {
-    m.dataset = absolute_path(eval_dataset);
-  } else {
-    m.dataset = eval_dataset;
-    m.unavailable = env_reason("data set '" + eval_dataset +
-                               "' is not available offline for " + m.metric_name +
-                               " (bundled: wikitext2, tinystories; or a local text file)");
-  }
-  return m;
 }
 
 EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
@@ -575,7 +491,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
   if (is_text_task(m.task)) {
     res.gap = paired_ppl_gap(m.metric_name, source->token_nll, q.token_nll);
   } else {
-    const bool flexible = m.headline == "exact_match,flexible-extract";
+    const bool flexible = headline_is_second(m);
     res.gap = paired_accuracy_gap(m.metric_name, as_doubles(flexible ? source->flexible : source->strict),
                                   as_doubles(flexible ? q.flexible : q.strict));
   }
@@ -584,7 +500,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
 
   json report = eval_report_json(res.gap, m.dataset, kBackend,
                                  res.limit_used ? std::optional<size_t>(size_t(*res.limit_used)) : std::nullopt);
-  report["n_unit"] = is_text_task(m.task) ? "tokens" : "questions";
+  report["n_unit"] = is_text_task(m.task) ? "tokens" : unit_of(m);
   report["limit_unit"] = unit_of(m);
   report["samples_total"] = source->units_total;
   report["task"] = m.task;
@@ -606,6 +522,13 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
     sec["metric"] = flexible ? "exact_match,strict-match" : "exact_match,flexible-extract";
     sec["source"] = accuracy_of(flexible ? source->strict : source->flexible);
     sec["quantized"] = accuracy_of(flexible ? q.strict : q.flexible);
+    report["secondary"] = sec;
+  } else if (is_mc_task(m.task) && eval::find_mc_task(m.task)->acc_norm) {
+    const bool norm = headline_is_second(m);
+    json sec;
+    sec["metric"] = norm ? "acc" : "acc_norm";
+    sec["source"] = accuracy_of(norm ? source->strict : source->flexible);
+    sec["quantized"] = accuracy_of(norm ? q.strict : q.flexible);
     report["secondary"] = sec;
   } else if (m.task == "kld") {
     const eval::KldSummary& k = qr.kld;

@@ -151,10 +151,14 @@ struct EvalPhaseOptions {
 
 // What a metric name and data set resolve to.
 struct EvalMetric {
-  std::string metric_name;  // canonical: "gsm8k", "gsm8k_flexible", "ppl", "kld"; else the name as given
-  std::string task;         // run_eval's task: "gsm8k", "ppl", "kld"; "" when unavailable
-  std::string dataset;      // run_eval's data set: "gsm8k", "wikitext2", "tinystories" or a file path
-  std::string headline;     // "perplexity", "exact_match,strict-match", "exact_match,flexible-extract"
+  // canonical: "gsm8k", "gsm8k_flexible", "ppl", "kld", a multiple-choice
+  // task ("hellaswag", "arc_easy", ..., "mmlu"; "<task>_acc" when the headline
+  // is acc for a task whose default is acc_norm); else the name as given
+  std::string metric_name;
+  std::string task;         // run_eval's task: "gsm8k", "ppl", "kld" or the MC task; "" when unavailable
+  std::string dataset;      // run_eval's data set: "gsm8k", "wikitext2", "tinystories", "hellaswag" or a file path
+  // "perplexity", "exact_match,strict-match", "exact_match,flexible-extract", "acc", "acc_norm"
+  std::string headline;
   std::string unavailable;  // non-empty: why it cannot be evaluated offline (a #22 reason, defused)
 };
 // Never throws; unknown names come back with `unavailable` set.

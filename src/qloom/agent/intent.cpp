@@ -70,7 +70,8 @@ bool is_calib_cue(std::string_view n) {
 
 bool is_eval_cue(std::string_view n) {
   return in(n, {"eval", "evaluate", "evaluation", "evaluating", "evaluated", "measure", "report", "score", "benchmark",
-                "ppl", "perplexity", "test", "metric", "gsm8k", "mmlu", "accuracy", "kld", "hellaswag", "check"});
+                "ppl", "perplexity", "test", "metric", "gsm8k", "mmlu", "accuracy", "kld", "hellaswag", "check",
+                "judge", "judged", "arc", "arc_easy", "arc_challenge", "piqa", "winogrande"});
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // build_quant_plan / render_plan_table (see quant_plan.h).
 #include "qloom/agent/quant_plan.h"
+#include "qloom/agent/eval_phase.h"
 
 #include <algorithm>
 #include <cctype>
@@ -82,11 +83,6 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 oj none_if_empty(const std::string& s) { return s.empty() ? oj(nullptr) : oj(s); }
-
-std::string eval_task_of(const std::string& metric) {
-  if (metric == "gsm8k" || metric == "ppl" || metric == "kld") return metric;
-  return "";
-}
 
 bool is_data_path(const std::string& d) { return d.find('/') != std::string::npos || d.find('.') != std::string::npos; }
 
@@ -388,14 +384,16 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
                      "lower seq_len to the model's context length"});
 
   // ---- evaluation ----
+  // The same resolution the eval phase applies (eval_phase.h).
   const std::string metric = in.metric_name.value;
-  const std::string task = eval_task_of(metric);
+  const EvalMetric em = resolve_eval_metric(metric, in.eval_dataset.value);
+  const std::string task = em.unavailable.empty() ? em.task : "";
   const bool eval = in.eval_requested.value;
   if (eval && task.empty())
     risks.push_back({"eval_metric_unavailable", "medium",
-                     "qloom's evaluator computes gsm8k, ppl and kld; '" + metric +
-                         "' is not available, so the eval phase will be skipped (eval_skipped.txt)",
-                     "ask for ppl on wikitext-2, kld or gsm8k"});
+                     em.unavailable + "; the eval phase will be skipped (eval_skipped.txt)",
+                     "ask for ppl on wikitext-2, kld, gsm8k or hellaswag, or give the task's data set as a "
+                     "local file (arc_easy, arc_challenge, piqa, winogrande, mmlu)"});
 
   // ---- resources ----
   oj estimate = nullptr;

@@ -15,7 +15,9 @@
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
 #include "qloom/cli/model_spec.h"
+#include "qloom/core/error.h"
 #include "qloom/eval/eval_report.h"
+#include "qloom/eval/mc_tasks.h"
 #include "qloom/eval/run_eval.h"
 
 namespace qloom::cli {
@@ -25,6 +27,7 @@ void register_eval(CLI::App& app, CommandFn& run) {
     eval::EvalOptions eval;
     int64_t limit = 0;
     std::string json;
+    std::string log_samples;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -33,7 +36,9 @@ void register_eval(CLI::App& app, CommandFn& run) {
               "scored by log-likelihood as lm-eval scores it (acc, acc_norm)");
   sub->add_option("model_dir", o->eval.model_dir, "the model to evaluate (the quantized one for kld)")
       ->required();
-  sub->add_option(flag_names("source"), o->eval.source_dir, "kld: the source (reference) model");
+  sub->add_option(flag_names("source"), o->eval.source_dir,
+                  "kld: the source (reference) model; multiple choice: also score it on the same "
+                  "documents and report the paired difference");
   sub->add_option(flag_names("task"), o->eval.task,
                   "ppl, kld, gsm8k, hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu")
       ->required()
@@ -61,6 +66,8 @@ void register_eval(CLI::App& app, CommandFn& run) {
   sub->add_option(flag_names("fewshot_dataset"), o->eval.fewshot_dataset,
                   "multiple choice: the file the few-shot examples are drawn from (lm-eval: the "
                   "train split; mmlu: dev, first n of the subject)");
+  sub->add_option(flag_names("log_samples"), o->log_samples,
+                  "multiple choice: write every document's option log-likelihoods here (JSON lines)");
   sub->add_option(flag_names("json"), o->json, "also write the results as one JSON object here");
   sub->add_option(flag_names("threads"), o->eval.threads, "compute threads (0 = all cores)");
   sub->callback([o, sub, &run] {
@@ -69,6 +76,9 @@ void register_eval(CLI::App& app, CommandFn& run) {
       opts.model_dir = resolve_model_arg(opts.model_dir, io::HubFetch::kModel);
       opts.source_dir = resolve_model_arg(opts.source_dir, io::HubFetch::kModel);
       if (sub->count("--limit") > 0) opts.limit = o->limit;
+      if (!o->log_samples.empty() && eval::find_mc_task(opts.task) == nullptr)
+        throw Error(ErrorKind::kUsage, "", "--log_samples", "--log_samples is written for the multiple-choice tasks only",
+                    "drop --log_samples, or evaluate hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu");
       opts.log = &std::cerr;
       opts.log_is_tty = ::isatty(STDERR_FILENO) == 1;
       const eval::EvalReport r = eval::run_eval(opts);
@@ -78,6 +88,7 @@ void register_eval(CLI::App& app, CommandFn& run) {
         std::cout << eval::kld_block(r.kld) << "\n";
       std::cout << eval::render_table(r);
       if (!o->json.empty()) eval::write_report_json(r, o->json);
+      if (!o->log_samples.empty()) eval::write_mc_samples(r, o->log_samples);
       return 0;
     };
   });

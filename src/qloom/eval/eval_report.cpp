@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "qloom/core/error.h"
 #include "qloom/io/atomic_dir.h"
 
 namespace qloom::eval {
@@ -73,6 +74,15 @@ std::string render_table(const EvalReport& r) {
   } else if (r.is_multiple_choice()) {
     rows.push_back({r.task, "acc", fmt("%.4f", r.acc), fmt("%.4f", r.acc_stderr)});
     if (r.has_acc_norm) rows.push_back({r.task, "acc_norm", fmt("%.4f", r.acc_norm), fmt("%.4f", r.acc_norm_stderr)});
+    if (r.paired) {
+      rows.push_back({r.task, "acc (source)", fmt("%.4f", r.source_acc), ""});
+      rows.push_back({r.task, "acc - source (paired)", fmt("%+.4f", r.delta_acc), fmt("%.4f", r.delta_acc_stderr)});
+      if (r.has_acc_norm) {
+        rows.push_back({r.task, "acc_norm (source)", fmt("%.4f", r.source_acc_norm), ""});
+        rows.push_back({r.task, "acc_norm - source (paired)", fmt("%+.4f", r.delta_acc_norm),
+                        fmt("%.4f", r.delta_acc_norm_stderr)});
+      }
+    }
     rows.push_back({r.task, "n", std::to_string(r.n), ""});
   } else {
     rows.push_back({r.task, "exact_match,strict-match", fmt("%.4f", r.accuracy_strict),
@@ -156,6 +166,16 @@ nlohmann::json report_to_json(const EvalReport& r) {
       j["acc_norm"] = r.acc_norm;
       j["acc_norm_stderr"] = r.acc_norm_stderr;
     }
+    if (r.paired) {
+      j["source_acc"] = r.source_acc;
+      j["delta_acc"] = r.delta_acc;
+      j["delta_acc_stderr"] = r.delta_acc_stderr;
+      if (r.has_acc_norm) {
+        j["source_acc_norm"] = r.source_acc_norm;
+        j["delta_acc_norm"] = r.delta_acc_norm;
+        j["delta_acc_norm_stderr"] = r.delta_acc_norm_stderr;
+      }
+    }
   } else {
     j["n"] = r.n;
     j["accuracy_strict"] = r.accuracy_strict;
@@ -168,6 +188,29 @@ nlohmann::json report_to_json(const EvalReport& r) {
 
 void write_report_json(const EvalReport& r, const std::filesystem::path& path) {
   io::write_file_atomic(path, report_to_json(r).dump(2) + "\n");
+}
+
+void write_mc_samples(const EvalReport& r, const std::filesystem::path& path) {
+  if (!r.is_multiple_choice())
+    throw Error(ErrorKind::kUsage, "", "--log_samples", "--log_samples is written for the multiple-choice tasks only",
+                "drop --log_samples, or evaluate hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu");
+  std::string out;
+  for (size_t d = 0; d < r.samples.mc_items.size(); ++d) {
+    const McItem& it = r.samples.mc_items[d];
+    nlohmann::json j;
+    j["doc_id"] = d;
+    j["gold"] = it.gold;
+    j["lls"] = nlohmann::json::array();
+    j["is_greedy"] = nlohmann::json::array();
+    for (const OptionScore& o : it.options) {
+      j["lls"].push_back(o.loglik);
+      j["is_greedy"].push_back(o.greedy);
+    }
+    j["acc"] = it.acc() ? 1 : 0;
+    if (r.has_acc_norm) j["acc_norm"] = it.acc_norm() ? 1 : 0;
+    out += j.dump() + "\n";
+  }
+  io::write_file_atomic(path, out);
 }
 
 }  // namespace qloom::eval

@@ -9,7 +9,9 @@
 //      gsm8k: n, accuracy_strict, accuracy_flexible (fractions 0..1)
 //      hellaswag, arc_easy, arc_challenge, piqa, winogrande, mmlu (multiple
 //             choice): n, n_total, num_fewshot, acc, acc_stderr, and where
-//             lm-eval reports it acc_norm, acc_norm_stderr (fractions 0..1)
+//             lm-eval reports it acc_norm, acc_norm_stderr (fractions 0..1);
+//             with --source also source_acc[_norm], delta_acc[_norm] and
+//             their paired stderr
 //    plus protocol, source, seconds, limited_by and notes.
 // The per-sample scores (EvalReport::samples) are not part of the JSON (they
 // can be large); callers that pair two runs (agent/eval_phase.h) read them.
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/eval/kld.h"
+#include "qloom/eval/multiple_choice.h"
 #include "qloom/eval/perplexity.h"
 
 namespace qloom::eval {
@@ -38,8 +41,10 @@ struct SampleScores {
   std::vector<double> source_token_nll;
   // gsm8k: per question (n values), 1 when that filter's answer is correct.
   std::vector<uint8_t> strict_correct, flexible_correct;
-  // multiple choice: per document (n values), 1 when acc / acc_norm is right.
+  // multiple choice: per document (n values), 1 when acc / acc_norm is right,
+  // and every option's log-likelihood (what --log_samples writes).
   std::vector<uint8_t> acc_correct, acc_norm_correct;
+  std::vector<McItem> mc_items;
 };
 
 struct EvalReport {
@@ -62,6 +67,12 @@ struct EvalReport {
   int num_fewshot = 0;
   bool has_acc_norm = false;
   double acc = 0, acc_stderr = 0, acc_norm = 0, acc_norm_stderr = 0;
+  // multiple choice with --source: the source model on the same documents,
+  // and the paired difference (evaluated - source) with the standard error
+  // of the per-document differences, sd(d) / sqrt(n).
+  bool paired = false;
+  double source_acc = 0, source_acc_norm = 0;
+  double delta_acc = 0, delta_acc_stderr = 0, delta_acc_norm = 0, delta_acc_norm_stderr = 0;
   bool is_multiple_choice() const { return !task.empty() && task != "ppl" && task != "kld" && task != "gsm8k"; }
 
   SampleScores samples;
@@ -75,5 +86,9 @@ std::string render_table(const EvalReport& r);
 nlohmann::json report_to_json(const EvalReport& r);
 // Writes report_to_json(r).dump(2) atomically; throws kIo on failure.
 void write_report_json(const EvalReport& r, const std::filesystem::path& path);
+// Multiple choice: one JSON object per document, as lm-eval's --log_samples
+// keeps them: {"doc_id", "gold", "lls": [...], "is_greedy": [...], "acc",
+// "acc_norm"}; written atomically. Throws kUsage for another task.
+void write_mc_samples(const EvalReport& r, const std::filesystem::path& path);
 
 }  // namespace qloom::eval

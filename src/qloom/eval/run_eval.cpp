@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "qloom/core/error.h"
@@ -183,6 +184,59 @@ int64_t mc_max_length(const engine::Model& m) {
   return p > 0 ? p : 2048;
 }
 
+// Mean of (a_i - b_i) and sd / sqrt(n) of the differences.
+MetricValue paired_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  MetricValue m;
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0) return m;
+  double sum = 0, ss = 0;
+  for (size_t i = 0; i < n; ++i) sum += double(a[i]) - double(b[i]);
+  m.value = sum / double(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double d = double(a[i]) - double(b[i]) - m.value;
+    ss += d * d;
+  }
+  if (n > 1) m.stderr_ = std::sqrt(ss / double(n - 1)) / std::sqrt(double(n));
+  return m;
+}
+
+McResult score_mc_model(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const std::string& dir,
+                        const engine::Tokenizer& tok, const std::vector<McExample>& docs,
+                        const std::vector<std::vector<const McExample*>>& fewshot, int64_t count) {
+  engine::LoadOptions lo;
+  lo.threads = o.threads;
+  LoadedModel model = load_for_eval(dir, lo);
+  Progress progress(o.log, o.log_is_tty, r.task, "documents", count);
+  UnitTracker track{o, r, progress, "document", count, 0, count};
+  enter(o, EvalStage::kScore);
+  McResult res = run_multiple_choice(*model.model, &model.runtime.hooks, tok, task, docs, fewshot, size_t(count),
+                                     mc_max_length(*model.model), std::ref(track));
+  progress.finish();
+  return res;
+}
+
+void add_source_pairing(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const engine::Tokenizer& tok,
+                        const std::vector<McExample>& docs,
+                        const std::vector<std::vector<const McExample*>>& fewshot) {
+  if (o.log != nullptr) *o.log << "qloom eval: source model " << o.source_dir << " on the same " << r.n << " documents\n";
+  EvalOptions so = o;
+  so.time_budget = 0;  // the same documents exactly
+  enter(o, EvalStage::kLoadSource);
+  const McResult src = score_mc_model(so, r, task, o.source_dir, tok, docs, fewshot, r.n);
+  const std::vector<uint8_t> sa = src.correct(false), sn = src.correct(true);
+  r.paired = true;
+  r.source_acc = mean_and_stderr(sa).value;
+  const MetricValue da = paired_difference(r.samples.acc_correct, sa);
+  r.delta_acc = da.value;
+  r.delta_acc_stderr = da.stderr_;
+  if (task.acc_norm) {
+    r.source_acc_norm = mean_and_stderr(sn).value;
+    const MetricValue dn = paired_difference(r.samples.acc_norm_correct, sn);
+    r.delta_acc_norm = dn.value;
+    r.delta_acc_norm_stderr = dn.stderr_;
+  }
+}
+
 void run_mc_task(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
   if (o.num_fewshot < 0) throw Error(ErrorKind::kUsage, "", "--num_fewshot", "--num_fewshot must be 0 or more");
   if (o.num_fewshot > 0 && o.fewshot_dataset.empty())
@@ -194,26 +248,18 @@ void run_mc_task(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
   std::vector<McExample> pool;
   if (o.num_fewshot > 0) pool = load_mc_examples(task, o.fewshot_dataset);
   if (o.log != nullptr) *o.log << "qloom eval: " << docs.size() << " " << task.name << " documents read from " << file.string() << "\n" << std::flush;
-  engine::LoadOptions lo;
-  lo.threads = o.threads;
-  enter(o, EvalStage::kLoadModel);
-  LoadedModel model = load_for_eval(o.model_dir, lo);
-  enter(o, EvalStage::kPrepare);
   const engine::Tokenizer tok = load_tokenizer(o);
   r.n_total = int64_t(docs.size());
   int64_t count = r.n_total;
   apply_limit(o, r, count, "document");
   r.num_fewshot = o.num_fewshot;
   const auto fewshot = choose_fewshot(task, docs, size_t(count), pool, o.num_fewshot);
-  Progress progress(o.log, o.log_is_tty, r.task, "documents", count);
-  UnitTracker track{o, r, progress, "document", count, 0, count};
-  enter(o, EvalStage::kScore);
-  const McResult res = run_multiple_choice(*model.model, &model.runtime.hooks, tok, task, docs, fewshot,
-                                           size_t(count), mc_max_length(*model.model), std::ref(track));
-  progress.finish();
+  enter(o, EvalStage::kLoadModel);
+  const McResult res = score_mc_model(o, r, task, o.model_dir, tok, docs, fewshot, count);
   r.n = res.n();
   r.samples.acc_correct = res.correct(false);
   r.samples.acc_norm_correct = res.correct(true);
+  r.samples.mc_items = res.items;
   const MetricValue acc = mean_and_stderr(r.samples.acc_correct);
   r.acc = acc.value;
   r.acc_stderr = acc.stderr_;
@@ -223,6 +269,7 @@ void run_mc_task(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
     r.acc_norm = an.value;
     r.acc_norm_stderr = an.stderr_;
   }
+  if (!o.source_dir.empty()) add_source_pairing(o, r, task, tok, docs, fewshot);
 }
 
 }  // namespace

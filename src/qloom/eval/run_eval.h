@@ -26,7 +26,7 @@ enum class EvalStage {
 
 struct EvalOptions {
   std::string model_dir;
-  std::string source_dir;     // kld: the reference model (required)
+  std::string source_dir;     // kld: the reference model (required); multiple choice: paired with it (optional)
   std::string task;           // "ppl", "kld", "gsm8k", or a multiple-choice task (mc_tasks.h)
   // empty: wikitext2 (ppl/kld), gsm8k, or the task's bundled subset
   // (hellaswag: the first 200 validation tasks); a file path otherwise.
