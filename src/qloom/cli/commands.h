@@ -20,5 +20,6 @@ void register_validate(CLI::App& app, CommandFn& run);
 void register_eval(CLI::App& app, CommandFn& run);
 void register_run(CLI::App& app, CommandFn& run);
 void register_convert(CLI::App& app, CommandFn& run);
+void register_serve(CLI::App& app, CommandFn& run);
 
 }  // namespace qloom::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   cli::register_eval(app, run);
   cli::register_run(app, run);
   cli::register_convert(app, run);
+  cli::register_serve(app, run);
 
   try {
     app.parse(argc, argv);

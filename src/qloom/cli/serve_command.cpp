@@ -1,0 +1,108 @@
+// qloom serve MODEL [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+//                   [--max-concurrency 8] [--max-tokens-limit N] [--threads N]
+//                   [--served-model-name NAME]
+// An OpenAI-compatible HTTP server over the engine (serve/server.h). Prints
+// "qloom serve: listening on http://HOST:PORT (model ...)" on stderr once it
+// accepts connections; SIGINT / SIGTERM stop it (exit 0).
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "qloom/cli/commands.h"
+#include "qloom/cli/flags.h"
+#include "qloom/cli/model_spec.h"
+#include "qloom/serve/server.h"
+
+namespace qloom::cli {
+namespace {
+
+// SIGINT/SIGTERM (and SIGUSR1, the internal wake-up), blocked in this thread
+// and so in every thread started after block_stop_signals(): a waiter thread
+// turns them into Server::stop().
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&set, s);
+  return set;
+}
+
+void block_stop_signals() {
+  const sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+class SignalStopper {
+ public:
+  explicit SignalStopper(serve::Server& server) : set_(stop_signals()) {
+    waiter_ = std::thread([this, &server] {
+      int sig = 0;
+      sigwait(&set_, &sig);
+      if (sig != SIGUSR1) {
+        std::cerr << "qloom serve: stopping (signal " << sig << ")\n";
+        server.stop();
+      }
+    });
+  }
+  ~SignalStopper() {
+    pthread_kill(waiter_.native_handle(), SIGUSR1);  // a no-op wait when a signal already came
+    waiter_.join();
+  }
+
+ private:
+  sigset_t set_{};
+  std::thread waiter_;
+};
+
+}  // namespace
+
+void register_serve(CLI::App& app, CommandFn& run) {
+  struct Options {
+    std::string model;
+    serve::ServerOptions server;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Serve a model (plain or a Quark checkpoint) over an OpenAI-compatible HTTP API: /v1/models, "
+               "/v1/completions (echo + logprobs for lm-eval's local-completions), /v1/chat/completions "
+               "(the model's chat template, SSE streaming), /health");
+  sub->add_option("model", o->model, "model directory, Quark checkpoint, .gguf or hub id")->required();
+  sub->add_option(flag_names("host"), o->server.host, "address to listen on (default 127.0.0.1)");
+  sub->add_option(flag_names("port"), o->server.port, "TCP port (default 8000; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  sub->add_option(flag_names("api_key"), o->server.api_key,
+                  "require 'Authorization: Bearer KEY' on /v1/* (401 otherwise)");
+  sub->add_option(flag_names("max_concurrency"), o->server.max_concurrency,
+                  "requests served at once; more are answered 429 (default 8)")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option(flag_names("max_tokens_limit"), o->server.max_tokens_limit,
+                  "largest max_tokens a request may ask (default min(context, 4096))")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option(flag_names("threads"), o->server.threads, "compute threads (0 = all cores)");
+  sub->add_option(flag_names("served_model_name"), o->server.served_model_name,
+                  "the model id in /v1/models and responses (default: the directory name)");
+  sub->add_option(flag_names("max_body_bytes"), o->server.max_body_bytes,
+                  "largest request body accepted; larger: 413 (default 32 MiB)")
+      ->check(CLI::PositiveNumber);
+  sub->callback([o, &run] {
+    run = [o] {
+      const std::string dir = resolve_model_arg(o->model, io::HubFetch::kModel);
+      block_stop_signals();  // before the server starts its threads
+      serve::Server server(dir, o->server);
+      SignalStopper stopper(server);
+      const int port = server.bind();
+      std::cerr << "qloom serve: listening on http://" << o->server.host << ":" << port << " (model "
+                << server.description() << ")" << std::endl;
+      server.run();
+      std::cerr << "qloom serve: stopped\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace qloom::cli

@@ -1,0 +1,69 @@
+// serve requests: the JSON bodies of /v1/completions and /v1/chat/completions
+// parsed and checked. Anything malformed throws ApiError 400 naming the
+// parameter ("param"); unknown fields are ignored, as OpenAI-compatible
+// servers do.
+//
+// Common fields: model (optional; checked against the served name by the
+// server), max_tokens (chat: also max_completion_tokens; null = the default),
+// temperature [0, 2] (default 1; 0 = greedy), top_p (0, 1] (default 1), seed
+// (any integer; absent = kDefaultSeed), stop (a string or up to kMaxStops
+// strings), stream, stream_options.include_usage, n (only 1).
+// Completions: prompt = a string, a list of strings, a list of token ids, or
+// a list of token-id lists (lm-eval's tokenized requests); echo; logprobs
+// (0..kMaxLogprobs, null = none). Chat: messages (role + string content or
+// a list of {"type": "text"} parts), logprobs (bool) + top_logprobs
+// (0..kMaxLogprobs), chat_template_kwargs (extra template variables).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qloom/serve/sampler.h"
+
+namespace qloom::serve {
+
+inline constexpr int kMaxLogprobs = 20;
+inline constexpr size_t kMaxStops = 16;
+
+struct GenParams {
+  std::optional<int64_t> max_tokens;  // absent: the endpoint's default
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+struct Prompt {
+  bool is_text = true;
+  std::string text;          // is_text
+  std::vector<int32_t> ids;  // !is_text
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::vector<Prompt> prompts;
+  GenParams gen;
+  bool echo = false;
+  int logprobs = -1;  // -1: none; k >= 0: the chosen token's and the top k
+};
+
+struct ChatRequest {
+  std::string model;
+  nlohmann::ordered_json messages;  // an array of {"role", "content": string, ...}
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  GenParams gen;
+  int logprobs = -1;  // -1: none, else top_logprobs
+};
+
+// The body as a JSON object; 400 for malformed JSON or another JSON type.
+nlohmann::ordered_json parse_body(std::string_view body);
+
+CompletionRequest parse_completion_request(std::string_view body);
+ChatRequest parse_chat_request(std::string_view body);
+
+}  // namespace qloom::serve

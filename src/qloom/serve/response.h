@@ -1,0 +1,61 @@
+// serve responses: the OpenAI JSON objects built from scheduler results.
+//   /v1/completions: {"id": "cmpl-N", "object": "text_completion", "created",
+//     "model", "choices": [{"index", "text", "logprobs", "finish_reason"}],
+//     "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}.
+//     logprobs (when asked): {"tokens": [token strings], "token_logprobs",
+//     "top_logprobs": [{token string: logprob}], "text_offset"}; with echo the
+//     prompt's tokens come first, the first one with null log-probabilities
+//     (lm-eval's local-completions reads token_logprobs[ctxlen:-1]). A top
+//     dictionary holds the k most likely tokens and the chosen one.
+//     text_offset: byte offsets into the choice's text, each token counted by
+//     its own decoded string.
+//   /v1/chat/completions: "object": "chat.completion", choices[].message =
+//     {"role": "assistant", "content"}, choices[].logprobs = {"content":
+//     [{"token", "logprob", "bytes", "top_logprobs": [...]}]} or null.
+//   Streaming chunks: "text_completion" / "chat.completion.chunk" objects,
+//     each sent as "data: <json>\n\n", then "data: [DONE]\n\n".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qloom/engine/tokenizer.h"
+#include "qloom/serve/scheduler.h"
+
+namespace qloom::serve {
+
+struct ResponseHead {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  nlohmann::ordered_json json() const;
+};
+
+Usage usage_of(const std::vector<SeqSpec>& specs, const std::vector<SeqResult>& results);
+
+// One completion choice. `prompt_text`: what echo prepends.
+nlohmann::ordered_json completion_choice(const engine::Tokenizer& tok, size_t index, const SeqSpec& spec,
+                                         const SeqResult& r, bool echo, const std::string& prompt_text);
+nlohmann::ordered_json completion_response(const ResponseHead& h, nlohmann::ordered_json choices,
+                                           const Usage& usage);
+nlohmann::ordered_json completion_chunk(const ResponseHead& h, size_t index, const std::string& text,
+                                        const std::string& finish_reason);
+
+nlohmann::ordered_json chat_response(const engine::Tokenizer& tok, const ResponseHead& h, const SeqSpec& spec,
+                                     const SeqResult& r, const Usage& usage);
+// delta: {"role": "assistant", "content": ""} first, {"content": text}, then {} with the finish reason.
+nlohmann::ordered_json chat_chunk(const ResponseHead& h, nlohmann::ordered_json delta,
+                                  const std::string& finish_reason);
+nlohmann::ordered_json usage_chunk(const ResponseHead& h, const char* object, const Usage& usage);
+
+std::string sse(const nlohmann::ordered_json& j);  // "data: <json>\n\n"
+inline const char* kSseDone = "data: [DONE]\n\n";
+
+}  // namespace qloom::serve

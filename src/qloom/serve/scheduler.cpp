@@ -1,0 +1,274 @@
+#include "qloom/serve/scheduler.h"
+
+#include <algorithm>
+#include <exception>
+#include <span>
+#include <unordered_map>
+
+#include "qloom/core/error.h"
+#include "qloom/eval/gsm8k.h"
+#include "qloom/eval/perplexity.h"
+
+namespace qloom::serve {
+namespace {
+
+// Bytes at the end of `text` that may still change: an incomplete UTF-8
+// sequence or a U+FFFD the decoder put for one, and the longest tail that
+// is a proper prefix of a stop string.
+size_t unstable_tail(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  if (text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0) hold = 3;
+  size_t i = text.size(), cont = 0;
+  while (i > 0 && cont < 4 && (uint8_t(text[i - 1]) & 0xC0) == 0x80) --i, ++cont;
+  if (i > 0) {
+    const auto lead = uint8_t(text[i - 1]);
+    const size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+    if (need > cont) hold = std::max(hold, cont + 1);
+  }
+  for (const std::string& s : stops)
+    for (size_t n = std::min(s.size() - (s.empty() ? 0 : 1), text.size()); n > 0; --n)
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        hold = std::max(hold, n);
+        break;
+      }
+  return std::min(hold, text.size());
+}
+
+bool has_stop(const std::string& text, const std::vector<std::string>& stops) {
+  return std::any_of(stops.begin(), stops.end(),
+                     [&](const std::string& s) { return !s.empty() && text.find(s) != std::string::npos; });
+}
+
+}  // namespace
+
+// ---- Job ----
+
+Job::Job(std::vector<SeqSpec> seqs) : specs_(std::move(seqs)), results_(specs_.size()) {}
+
+std::vector<SeqEvent> Job::take(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(m_);
+  cv_.wait_for(lock, timeout, [&] { return !events_.empty() || error_.has_value(); });
+  std::vector<SeqEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+  events_.clear();
+  return out;
+}
+
+void Job::wait() {
+  std::unique_lock lock(m_);
+  cv_.wait(lock, [&] { return finished_ == specs_.size() || error_.has_value(); });
+}
+
+bool Job::done() const {
+  std::lock_guard lock(m_);
+  return finished_ == specs_.size() || error_.has_value();
+}
+
+std::optional<ApiError> Job::error() const {
+  std::lock_guard lock(m_);
+  return error_;
+}
+
+void Job::push(SeqEvent e) {
+  {
+    std::lock_guard lock(m_);
+    events_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+void Job::finish(size_t index, SeqResult r, std::string last_delta) {
+  {
+    std::lock_guard lock(m_);
+    SeqEvent e{index, std::move(last_delta), true, r.finish_reason};
+    results_[index] = std::move(r);
+    ++finished_;
+    events_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+void Job::fail(const ApiError& e) {
+  {
+    std::lock_guard lock(m_);
+    if (!error_) error_ = e;
+  }
+  cv_.notify_all();
+}
+
+// ---- Scheduler ----
+
+struct Scheduler::Active {
+  Active(std::shared_ptr<Job> j, size_t i) : job(std::move(j)), index(i), spec(&job->specs()[i]), sampler(spec->sampling) {}
+  std::shared_ptr<Job> job;
+  size_t index = 0;
+  const SeqSpec* spec = nullptr;
+  Sampler sampler;
+  std::unique_ptr<engine::KvCache> cache;
+  std::vector<float> logits;  // the next token's row
+  std::vector<int32_t> text_ids;
+  SeqResult result;
+  std::string text;
+  size_t emitted = 0;  // bytes of text already sent
+  bool finished = false;
+};
+
+Scheduler::Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const engine::Tokenizer& tok,
+                     SchedulerOptions opt)
+    : model_(model), hooks_(hooks), tok_(tok), opt_(std::move(opt)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<Job> Scheduler::submit(std::vector<SeqSpec> seqs) {
+  auto job = std::make_shared<Job>(std::move(seqs));
+  {
+    std::lock_guard lock(m_);
+    if (stop_) throw ApiError(503, "the server is shutting down", "server_error", {}, "shutting_down");
+    if (in_flight_ >= opt_.max_concurrency)
+      throw overloaded_error("the server is running its maximum of " + std::to_string(opt_.max_concurrency) +
+                             " concurrent requests (--max-concurrency); retry later");
+    ++in_flight_;
+    incoming_.push_back(job);
+  }
+  cv_.notify_all();
+  return job;
+}
+
+TokenLogprob Scheduler::logprob_of(const float* row, int32_t id, int k) const {
+  const int64_t vocab = model_.config().vocab_size;
+  TokenLogprob t;
+  t.id = id;
+  t.logprob = -eval::token_nll(row, vocab, id);
+  for (int32_t top : top_k_ids(std::span<const float>(row, size_t(vocab)), k))
+    t.top.emplace_back(top, top == id ? t.logprob : -eval::token_nll(row, vocab, top));
+  return t;
+}
+
+// Runs the prompt; false when the sequence is already finished (max_tokens 0).
+bool Scheduler::prefill(Active& a) {
+  const std::vector<int32_t>& p = a.spec->prompt;
+  const int64_t n = int64_t(p.size());
+  a.cache = model_.new_cache(n + a.spec->max_tokens);
+  if (a.spec->prompt_logprobs && n > 1) {
+    // As eval::score_option: all but the last token, one forward, empty cache.
+    const std::vector<float> rows = model_.forward(std::span(p.data(), p.size() - 1), *a.cache, false, hooks_);
+    const auto vocab = size_t(model_.config().vocab_size);
+    for (size_t t = 0; t + 1 < p.size(); ++t)
+      a.result.prompt_logprobs.push_back(logprob_of(rows.data() + t * vocab, p[t + 1], a.spec->top_logprobs));
+    if (a.spec->max_tokens == 0) return false;
+    a.logits = model_.forward(std::span(p.data() + p.size() - 1, 1), *a.cache, true, hooks_);
+    return true;
+  }
+  if (a.spec->max_tokens == 0) return false;
+  a.logits = model_.forward(p, *a.cache, true, hooks_);
+  return true;
+}
+
+void Scheduler::emit(Active& a, bool final) {
+  std::string delta;
+  if (final) {
+    a.result.text = eval::cut_at_stop(a.text, a.spec->stop);
+    if (a.result.text.size() > a.emitted) delta = a.result.text.substr(a.emitted);
+    a.finished = true;
+    a.job->finish(a.index, std::move(a.result), std::move(delta));
+    return;
+  }
+  const size_t safe = a.text.size() - unstable_tail(a.text, a.spec->stop);
+  if (safe <= a.emitted) return;
+  a.job->push(SeqEvent{a.index, a.text.substr(a.emitted, safe - a.emitted), false, {}});
+  a.emitted = safe;
+}
+
+// One decode step; false when the sequence finished.
+bool Scheduler::step(Active& a) {
+  const int32_t next = a.sampler.sample(a.logits);
+  if (a.spec->top_logprobs >= 0) a.result.token_logprobs.push_back(logprob_of(a.logits.data(), next, a.spec->top_logprobs));
+  a.result.tokens.push_back(next);
+  ++tokens_generated_;
+  const bool eos = std::find(opt_.eos_ids.begin(), opt_.eos_ids.end(), next) != opt_.eos_ids.end();
+  if (eos) {
+    a.result.finish_reason = "stop";
+    return false;
+  }
+  a.text_ids.push_back(next);
+  a.text = tok_.decode(a.text_ids, true);
+  if (has_stop(a.text, a.spec->stop)) {
+    a.result.finish_reason = "stop";
+    return false;
+  }
+  if (int64_t(a.result.tokens.size()) >= a.spec->max_tokens || a.cache->size() >= a.cache->capacity()) {
+    a.result.finish_reason = "length";
+    return false;
+  }
+  emit(a, false);
+  const int32_t one[1] = {next};
+  a.logits = model_.forward(one, *a.cache, true, hooks_);
+  return true;
+}
+
+void Scheduler::admit(std::vector<std::shared_ptr<Job>>& incoming) {
+  for (auto& job : incoming)
+    for (size_t i = 0; i < job->specs().size(); ++i) {
+      auto a = std::make_unique<Active>(job, i);
+      try {
+        if (!prefill(*a)) {
+          a->result.finish_reason = "length";
+          emit(*a, true);
+        }
+      } catch (const std::exception& e) {
+        job->fail(internal_error(std::string("prefill failed: ") + e.what()));
+        a->finished = true;
+      }
+      active_.push_back(std::move(a));
+    }
+  incoming.clear();
+}
+
+void Scheduler::loop() {
+  std::unordered_map<Job*, size_t> live;  // active sequences per job
+  std::vector<std::shared_ptr<Job>> incoming;
+  for (;;) {
+    {
+      std::unique_lock lock(m_);
+      cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !active_.empty(); });
+      if (stop_) break;
+      incoming.swap(incoming_);
+    }
+    for (auto& job : incoming) live[job.get()] = job->specs().size();
+    admit(incoming);
+    for (auto& a : active_) {
+      if (a->finished || a->job->cancelled() || a->job->done()) continue;
+      try {
+        if (!step(*a)) emit(*a, true);
+      } catch (const std::exception& e) {
+        a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
+      }
+    }
+    auto gone = [](const std::unique_ptr<Active>& a) {
+      return a->finished || a->job->cancelled() || a->job->error().has_value();
+    };
+    for (auto& a : active_)
+      if (gone(a) && --live[a->job.get()] == 0) {
+        live.erase(a->job.get());
+        --in_flight_;
+      }
+    active_.erase(std::remove_if(active_.begin(), active_.end(), gone), active_.end());
+  }
+  const ApiError down(503, "the server is shutting down", "server_error", {}, "shutting_down");
+  for (auto& a : active_) a->job->fail(down);
+  for (auto& j : incoming_) j->fail(down);
+  active_.clear();
+}
+
+}  // namespace qloom::serve

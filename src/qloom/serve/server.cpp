@@ -1,0 +1,360 @@
+#include "qloom/serve/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <optional>
+
+#include "qloom/core/error.h"
+#include "qloom/engine/chat_template.h"
+#include "qloom/eval/checkpoint_runtime.h"
+#include "qloom/serve/api_error.h"
+#include "qloom/serve/request.h"
+#include "qloom/serve/response.h"
+#include "qloom/serve/scheduler.h"
+
+namespace qloom::serve {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+constexpr int64_t kCompletionDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+void send_json(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status();
+  res.set_content(dump(e.body()), "application/json");
+}
+
+// A qloom::Error while handling a request: the chat template refusing the
+// conversation (raise_exception) or bad arguments are the client's fault.
+ApiError api_error_of(const Error& e) {
+  if (e.kind() == ErrorKind::kInvalidInput || e.kind() == ErrorKind::kUsage)
+    return ApiError(400, e.what(), "invalid_request_error", e.item());
+  return internal_error(e.what());
+}
+
+ApiError status_error(int status, const httplib::Request& req) {
+  switch (status) {
+    case 404: return not_found_error("no route " + req.method + " " + req.path, "not_found");
+    case 405: return ApiError(405, "method " + req.method + " is not allowed on " + req.path, "invalid_request_error", {}, "method_not_allowed");
+    case 413: return ApiError(413, "the request body is larger than this server accepts", "invalid_request_error", {}, "payload_too_large");
+    case 400: return ApiError(400, "malformed HTTP request", "invalid_request_error");
+    default:
+      return ApiError(status, "HTTP error " + std::to_string(status),
+                      status >= 500 ? "server_error" : "invalid_request_error");
+  }
+}
+
+engine::LoadOptions load_options(unsigned threads) {
+  engine::LoadOptions o;
+  o.threads = threads;
+  return o;
+}
+
+std::vector<int32_t> eos_ids(const engine::Tokenizer& tok, const engine::ModelConfig& cfg) {
+  std::vector<int32_t> ids;
+  if (const auto eos = tok.eos_id()) ids.push_back(*eos);
+  for (int64_t id : cfg.eos_token_ids)
+    if (std::find(ids.begin(), ids.end(), int32_t(id)) == ids.end()) ids.push_back(int32_t(id));
+  return ids;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions opt;
+  eval::LoadedModel lm;
+  engine::Tokenizer tok;
+  std::optional<engine::ChatTemplate> chat;
+  std::string no_chat_reason;
+  std::string name;
+  int64_t context = 0, max_tokens_limit = 0, created = 0;
+  std::unique_ptr<Scheduler> sched;
+  httplib::Server http;
+  std::atomic<uint64_t> next_id{0};
+  bool bound = false;
+
+  Impl(const fs::path& dir, ServerOptions o);
+  void routes();
+  void check_auth(const httplib::Request& req) const;
+  void check_model(const std::string& model) const;
+  void check_ids(const std::vector<int32_t>& ids, const char* param) const;
+  int64_t resolve_max_tokens(std::optional<int64_t> given, bool chat, int64_t prompt, const char* param) const;
+  SeqSpec base_spec(const GenParams& g) const;
+  ResponseHead head(const char* prefix);
+  Json model_card() const;
+  void completions(const httplib::Request& req, httplib::Response& res);
+  void chat_completions(const httplib::Request& req, httplib::Response& res);
+  void stream(httplib::Response& res, std::shared_ptr<Job> job, const ResponseHead& h, bool chat, bool usage);
+};
+
+Server::Impl::Impl(const fs::path& dir, ServerOptions o)
+    : opt(std::move(o)), lm(eval::load_for_eval(dir, load_options(opt.threads))), tok(engine::Tokenizer::load(dir)) {
+  try {
+    chat = engine::ChatTemplate::load(dir);
+  } catch (const Error& e) {
+    no_chat_reason = e.what();
+  }
+  const fs::path abs = fs::absolute(dir).lexically_normal();
+  name = !opt.served_model_name.empty() ? opt.served_model_name
+         : abs.filename().empty()       ? abs.parent_path().filename().string()
+                                        : abs.filename().string();
+  const engine::ModelConfig& cfg = lm.model->config();
+  context = cfg.max_position_embeddings > 0 ? cfg.max_position_embeddings : 2048;
+  max_tokens_limit = opt.max_tokens_limit > 0 ? std::min(opt.max_tokens_limit, context) : std::min<int64_t>(context, 4096);
+  created = int64_t(std::time(nullptr));
+  SchedulerOptions so;
+  so.max_concurrency = std::max<size_t>(opt.max_concurrency, 1);
+  so.eos_ids = eos_ids(tok, cfg);
+  sched = std::make_unique<Scheduler>(*lm.model, &lm.runtime.hooks, tok, so);
+  routes();
+}
+
+void Server::Impl::check_auth(const httplib::Request& req) const {
+  if (opt.api_key.empty() || req.path == "/health") return;
+  const std::string h = req.get_header_value("Authorization");
+  if (h.empty())
+    throw unauthorized_error("You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
+  if (h != "Bearer " + opt.api_key) throw unauthorized_error("Incorrect API key provided.");
+}
+
+void Server::Impl::check_model(const std::string& model) const {
+  if (!model.empty() && model != name)
+    throw not_found_error("The model '" + model + "' does not exist; this server serves '" + name + "'",
+                          "model_not_found");
+}
+
+void Server::Impl::check_ids(const std::vector<int32_t>& ids, const char* param) const {
+  if (ids.empty()) throw_bad_request(std::string("the '") + param + "' encodes to no tokens", param);
+  const int64_t vocab = lm.model->config().vocab_size;
+  for (int32_t id : ids)
+    if (id >= vocab)
+      throw_bad_request("token id " + std::to_string(id) + " is outside the vocabulary (" + std::to_string(vocab) +
+                            " ids)",
+                        param);
+}
+
+int64_t Server::Impl::resolve_max_tokens(std::optional<int64_t> given, bool chat_default, int64_t prompt,
+                                         const char* param) const {
+  int64_t mt = given ? *given
+               : chat_default ? std::min(max_tokens_limit, context - prompt)
+                              : std::min(max_tokens_limit, kCompletionDefaultMaxTokens);
+  if (mt > max_tokens_limit)
+    throw_bad_request("max_tokens " + std::to_string(mt) + " is over this server's limit of " +
+                          std::to_string(max_tokens_limit) + " (--max-tokens-limit)",
+                      "max_tokens");
+  if (prompt + std::max<int64_t>(mt, chat_default ? 1 : 0) > context)
+    throw_bad_request("This model's maximum context length is " + std::to_string(context) +
+                          " tokens. However, you requested " + std::to_string(prompt + mt) + " tokens (" +
+                          std::to_string(prompt) + " in the " + param + ", " + std::to_string(mt) +
+                          " in the completion). Please reduce the length of the " + param + " or completion.",
+                      param, "context_length_exceeded");
+  return mt;
+}
+
+SeqSpec Server::Impl::base_spec(const GenParams& g) const {
+  SeqSpec s;
+  s.sampling = g.sampling;
+  s.stop = g.stop;
+  return s;
+}
+
+ResponseHead Server::Impl::head(const char* prefix) {
+  return ResponseHead{std::string(prefix) + "-" + std::to_string(++next_id), int64_t(std::time(nullptr)), name};
+}
+
+Json Server::Impl::model_card() const {
+  return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "qloom"}, {"max_model_len", context}};
+}
+
+void Server::Impl::completions(const httplib::Request& req, httplib::Response& res) {
+  const CompletionRequest r = parse_completion_request(req.body);
+  check_model(r.model);
+  if (r.gen.stream && (r.echo || r.logprobs >= 0))
+    throw_bad_request("echo and logprobs are not supported with stream", r.echo ? "echo" : "logprobs");
+  std::vector<SeqSpec> specs;
+  std::vector<std::string> texts;
+  for (const Prompt& p : r.prompts) {
+    SeqSpec s = base_spec(r.gen);
+    s.prompt = p.is_text ? tok.encode(p.text, true) : p.ids;
+    check_ids(s.prompt, "prompt");
+    s.max_tokens = resolve_max_tokens(r.gen.max_tokens, false, int64_t(s.prompt.size()), "prompt");
+    s.prompt_logprobs = r.echo && r.logprobs >= 0;
+    s.top_logprobs = r.logprobs;
+    texts.push_back(!r.echo ? std::string() : p.is_text ? p.text : tok.decode(p.ids, false));
+    specs.push_back(std::move(s));
+  }
+  std::shared_ptr<Job> job = sched->submit(std::move(specs));
+  const ResponseHead h = head("cmpl");
+  if (r.gen.stream) return stream(res, job, h, false, r.gen.include_usage);
+  job->wait();
+  if (auto e = job->error()) throw *e;
+  Json choices = Json::array();
+  for (size_t i = 0; i < job->specs().size(); ++i)
+    choices.push_back(completion_choice(tok, i, job->specs()[i], job->results()[i], r.echo, texts[i]));
+  send_json(res, 200, completion_response(h, std::move(choices), usage_of(job->specs(), job->results())));
+}
+
+void Server::Impl::chat_completions(const httplib::Request& req, httplib::Response& res) {
+  const ChatRequest r = parse_chat_request(req.body);
+  check_model(r.model);
+  if (!chat)
+    throw_bad_request("this model has no chat template (" + no_chat_reason + "); use /v1/completions", "messages",
+                      "no_chat_template");
+  if (r.gen.stream && r.logprobs >= 0) throw_bad_request("logprobs are not supported with stream", "logprobs");
+  SeqSpec s = base_spec(r.gen);
+  s.prompt = tok.encode(chat->render(r.messages, true, r.template_kwargs), false);
+  check_ids(s.prompt, "messages");
+  s.max_tokens = resolve_max_tokens(r.gen.max_tokens, true, int64_t(s.prompt.size()), "messages");
+  s.top_logprobs = r.logprobs;
+  std::vector<SeqSpec> specs;
+  specs.push_back(std::move(s));
+  std::shared_ptr<Job> job = sched->submit(std::move(specs));
+  const ResponseHead h = head("chatcmpl");
+  if (r.gen.stream) return stream(res, job, h, true, r.gen.include_usage);
+  job->wait();
+  if (auto e = job->error()) throw *e;
+  send_json(res, 200,
+            chat_response(tok, h, job->specs()[0], job->results()[0], usage_of(job->specs(), job->results())));
+}
+
+void Server::Impl::stream(httplib::Response& res, std::shared_ptr<Job> job, const ResponseHead& h, bool chat_api,
+                          bool usage) {
+  struct State {
+    bool started = false;
+    size_t finished = 0;
+  };
+  auto st = std::make_shared<State>();
+  res.set_header("Cache-Control", "no-cache");
+  auto provider = [job, h, chat_api, usage, st](size_t, httplib::DataSink& sink) {
+    bool ok = true;
+    auto write = [&](const std::string& s) { ok = ok && sink.write(s.data(), s.size()); };
+    if (chat_api && !st->started) write(sse(chat_chunk(h, {{"role", "assistant"}, {"content", ""}}, "")));
+    st->started = true;
+    for (const SeqEvent& e : job->take(std::chrono::milliseconds(200))) {
+      if (!e.delta.empty())
+        write(sse(chat_api ? chat_chunk(h, {{"content", e.delta}}, "") : completion_chunk(h, e.index, e.delta, "")));
+      if (!e.finished) continue;
+      write(sse(chat_api ? chat_chunk(h, Json::object(), e.finish_reason)
+                         : completion_chunk(h, e.index, "", e.finish_reason)));
+      ++st->finished;
+    }
+    const std::optional<ApiError> err = job->error();
+    const bool all = st->finished == job->specs().size();
+    if (err) write(sse(err->body()));
+    if (all && usage && !err)
+      write(sse(usage_chunk(h, chat_api ? "chat.completion.chunk" : "text_completion",
+                            usage_of(job->specs(), job->results()))));
+    if (err || all) {
+      write(kSseDone);
+      if (ok) sink.done();
+    }
+    if (!ok) job->cancel();
+    return ok;
+  };
+  res.set_chunked_content_provider("text/event-stream", provider, [job](bool success) {
+    if (!success) job->cancel();
+  });
+}
+
+void Server::Impl::routes() {
+  auto guarded = [this](auto fn) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        fn(req, res);
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const Error& e) {
+        send_error(res, api_error_of(e));
+      } catch (const std::exception& e) {
+        send_error(res, internal_error(e.what()));
+      }
+    };
+  };
+  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) { send_error(res, status_error(405, req)); };
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      check_auth(req);
+      return httplib::Server::HandlerResponse::Unhandled;
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+  });
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, status_error(res.status, req));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "ok"}, {"model", name}, {"requests_in_flight", sched->in_flight()}});
+  });
+  http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
+             send_json(res, 200, {{"object", "list"}, {"data", Json::array({model_card()})}});
+           }));
+  http.Get(R"(/v1/models/(.+))", guarded([this](const httplib::Request& req, httplib::Response& res) {
+             check_model(req.matches[1].str());
+             send_json(res, 200, model_card());
+           }));
+  http.Post("/v1/completions", guarded([this](const auto& req, auto& res) { completions(req, res); }));
+  http.Post("/v1/chat/completions", guarded([this](const auto& req, auto& res) { chat_completions(req, res); }));
+  for (const char* p : {"/v1/completions", "/v1/chat/completions"}) http.Get(p, not_allowed);
+  for (const char* p : {"/v1/models", "/health"}) http.Post(p, not_allowed);
+  const size_t workers = opt.max_concurrency * 2 + 8;
+  http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  http.set_payload_max_length(opt.max_body_bytes);
+  http.set_keep_alive_timeout(2);
+  http.set_read_timeout(30);
+  http.set_write_timeout(30);
+}
+
+Server::Server(const fs::path& model_dir, ServerOptions opt) : impl_(std::make_unique<Impl>(model_dir, std::move(opt))) {}
+
+Server::~Server() { stop(); }
+
+int Server::bind() {
+  Impl& s = *impl_;
+  int port = s.opt.port;
+  if (port == 0)
+    port = s.http.bind_to_any_port(s.opt.host);
+  else if (!s.http.bind_to_port(s.opt.host, port))
+    port = -1;
+  if (port <= 0)
+    throw Error(ErrorKind::kIo, s.opt.host + ":" + std::to_string(s.opt.port), "--port",
+                "cannot listen on this address (in use, or not a local address)",
+                "pick another --port or --host");
+  s.bound = true;
+  return port;
+}
+
+void Server::run() {
+  if (!impl_->bound) bind();
+  impl_->http.listen_after_bind();
+}
+
+void Server::stop() {
+  if (!impl_) return;
+  impl_->sched->stop();
+  impl_->http.stop();
+}
+
+const std::string& Server::model_name() const { return impl_->name; }
+
+std::string Server::description() const {
+  return impl_->name + ", " + impl_->lm.runtime.description + ", context " + std::to_string(impl_->context) +
+         (impl_->chat ? "" : ", no chat template");
+}
+
+}  // namespace qloom::serve

@@ -1,0 +1,62 @@
+// serve::Server — `qloom serve`: an OpenAI-compatible HTTP server (Debian's
+// cpp-httplib) over one model: a plain directory or a Quark checkpoint of
+// any scheme, loaded with eval::load_for_eval so it computes exactly as
+// `qloom eval` does.
+//
+// Routes: GET /health (no key needed), GET /v1/models, GET /v1/models/{id},
+// POST /v1/completions, POST /v1/chat/completions (both with "stream": SSE).
+// Errors: see api_error.h; unknown routes 404, a known route with another
+// method 405, a body over max_body_bytes 413, all with OpenAI error bodies.
+//
+// Limits: a prompt is at most the model's context (max_position_embeddings,
+// 2048 when the config has none) minus its max_tokens; max_tokens is at most
+// max_tokens_limit. Defaults: completions max_tokens 16 (OpenAI's), chat the
+// rest of the context capped at max_tokens_limit. Completion string prompts
+// are encoded with the tokenizer's special tokens (BOS), chat prompts
+// (rendered with the model's chat template, add_generation_prompt) without.
+// Not supported (400): n > 1, logprobs or echo together with stream,
+// non-text content parts.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace qloom::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: any free port (see port())
+  std::string api_key;  // empty: no authentication
+  size_t max_concurrency = 8;
+  int64_t max_tokens_limit = 0;  // 0: min(context, 4096)
+  unsigned threads = 0;          // compute threads, 0 = all cores
+  std::string served_model_name;  // empty: the model directory's name
+  size_t max_body_bytes = size_t(32) << 20;
+};
+
+class Server {
+ public:
+  // Loads the model, tokenizer and chat template (a model without one serves
+  // completions only; chat answers 400). Throws qloom::Error.
+  Server(const std::filesystem::path& model_dir, ServerOptions opt);
+  ~Server();
+
+  // Binds the socket; returns the port (the chosen one for port 0). Throws
+  // qloom::Error (kIo) when the address cannot be bound.
+  int bind();
+  // Serves until stop(); call bind() first.
+  void run();
+  // From any thread: ends streams with a 503 error event and makes run() return.
+  void stop();
+
+  const std::string& model_name() const;
+  std::string description() const;  // e.g. "stories260K-hf-bf16, bf16, context 512"
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qloom::serve
