@@ -888,6 +888,9 @@ class AttemptRunner {
     eo.time_budget_s = fix_eval_budget_ ? *fix_eval_budget_ : opts_.eval_time_budget_s;
     eo.caller_threshold = opts_.acceptable_eval_gap;
     eo.threads = opts_.threads;
+    eo.source_server = opts_.eval_server;
+    eo.quantized_server = opts_.quantized_eval_server;
+    eo.server_api_key = opts_.eval_server_api_key;
     eo.log = &log_;
     eo.log_is_tty = opts_.log_is_tty;
     const EvalPhaseResult r = run_eval_phase(eo);

@@ -54,6 +54,7 @@ struct Side {
   int64_t units_used = 0, units_total = 0;
   int64_t seq_len = 0;
   std::string protocol;
+  std::string backend = kBackend, server;        // who scored it (EvalReport::backend / server)
   std::vector<double> token_nll;                 // ppl / kld
   // 0/1 per question or document: gsm8k strict-match / flexible-extract;
   // multiple choice acc / acc_norm (score_keys names them in the samples file).
@@ -112,6 +113,8 @@ Side side_from_report(const std::string& role, const std::string& model, const e
   s.task = r.task;
   s.seq_len = r.seq_len;
   s.protocol = r.protocol;
+  s.backend = r.backend;
+  s.server = r.server;
   if (r.task == "gsm8k") {
     s.units_used = r.n;
     s.units_total = r.n_total;
@@ -253,6 +256,7 @@ json cache_key(const EvalPhaseOptions& o, const EvalMetric& m) {
   k["limit"] = o.limit ? json(*o.limit) : json(nullptr);
   k["time_budget_s"] = o.time_budget_s > 0 ? o.time_budget_s : 0.0;
   k["source_dir"] = absolute_path(o.source_dir);
+  if (!o.source_server.empty() && !is_text_task(m.task)) k["source_server"] = o.source_server;
   k["source_files"] = source_fingerprint(o.source_dir);
   return k;
 }
@@ -321,7 +325,7 @@ std::string render_md(const std::string& title, const Side& s, const eval::EvalR
   else
     md += "- limit: none (all " + std::to_string(s.units_total) + " " + unit + ")\n";
   md += "- n: " + std::to_string(s.n()) + (is_text_task(m.task) ? " tokens scored" : std::string(" ") + unit_of(m)) + "\n";
-  md += std::string("- backend: ") + kBackend + " native engine\n";
+  md += "- backend: " + (s.server.empty() ? std::string(kBackend) + " native engine" : s.backend + " server " + s.server) + "\n";
   md += "- seconds: " + fmt("%.2f", r.seconds) + "\n";
   md += "- per-sample scores: " + samples_file + "\n";
   if (!r.notes.empty()) {
@@ -413,6 +417,11 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
   base.log = o.log;
   base.log_is_tty = o.log_is_tty;
   base.tokenizer_dir = source_abs;  // both runs: the same tokens
+  base.api_key = o.server_api_key;
+  const bool servers = !o.source_server.empty() || !o.quantized_server.empty();
+  if (servers && is_text_task(m.task))
+    res.notes.push_back(m.metric_name + " is computed in-process: an OpenAI-compatible server does not return "
+                                        "every position's full distribution, so the evaluation servers were not used");
 
   // ---- source (cached across attempts) ----
   const json key = cache_key(o, m);
@@ -435,6 +444,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
     }
     eval::EvalOptions eo = base;
     eo.model_dir = source_abs;
+    if (!is_text_task(m.task)) eo.server = o.source_server;
     eo.task = m.task == "kld" ? "ppl" : m.task;
     eo.limit = o.limit;
     eo.time_budget = o.time_budget_s > 0 ? o.time_budget_s : 0.0;
@@ -462,6 +472,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
            << std::flush;
   eval::EvalOptions eo = base;
   eo.model_dir = quant_abs;
+  if (!is_text_task(m.task)) eo.server = o.quantized_server;
   eo.task = m.task;
   eo.limit = source->units_used;
   eo.time_budget = 0;
@@ -498,7 +509,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
   res.verdict = judge(res.gap, res.threshold.value);
   if (!res.gap.note.empty()) res.notes.push_back(res.gap.note);
 
-  json report = eval_report_json(res.gap, m.dataset, kBackend,
+  json report = eval_report_json(res.gap, m.dataset, q.server.empty() ? std::string(kBackend) : q.backend,
                                  res.limit_used ? std::optional<size_t>(size_t(*res.limit_used)) : std::nullopt);
   report["n_unit"] = is_text_task(m.task) ? "tokens" : unit_of(m);
   report["limit_unit"] = unit_of(m);

@@ -147,6 +147,13 @@ struct EvalPhaseOptions {
   std::string protocol = "quark";
   int64_t seq_len = 0;
   int64_t max_gen_toks = 256;  // gsm8k: most tokens generated per answer
+  // Tier 3: score each model through an OpenAI-compatible server (vLLM,
+  // SGLang, qloom serve) instead of the engine (gsm8k and the multiple-choice
+  // tasks; ppl / kld stay in-process, noted). The local directories still
+  // supply the tokenizers. eval_report.json's backend names the quantized
+  // side's server kind ("vllm" when the server says it is vLLM).
+  std::string source_server, quantized_server;
+  std::string server_api_key;
 };
 
 // What a metric name and data set resolve to.

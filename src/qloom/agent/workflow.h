@@ -35,6 +35,9 @@ struct RunOptions {
   int max_requantize_attempts = 1;            // re-quantizations after the first attempt
   unsigned threads = 0;                       // 0: all cores
   double eval_time_budget_s = 300;            // per model and attempt
+  // Tier-3 evaluation servers (EvalPhaseOptions): the source's and the
+  // quantized model's OpenAI-compatible endpoints; empty: in-process.
+  std::string eval_server, quantized_eval_server, eval_server_api_key;
   // Memory the run may use (bytes); the effective budget is the smallest of
   // this, the available memory and the cgroup limit (agent/environment.h).
   // The exec phase stops with exec_oom before quantizing when the plan's

@@ -66,6 +66,20 @@ void register_eval(CLI::App& app, CommandFn& run) {
   sub->add_option(flag_names("fewshot_dataset"), o->eval.fewshot_dataset,
                   "multiple choice: the file the few-shot examples are drawn from (lm-eval: the "
                   "train split; mmlu: dev, first n of the subject)");
+  sub->add_option(flag_names("server"), o->eval.server,
+                  "score through this OpenAI-compatible server (qloom serve, vLLM, SGLang) instead of the "
+                  "engine; model_dir then only supplies the tokenizer (gsm8k and multiple choice)");
+  sub->add_option(flag_names("source_server"), o->eval.source_server,
+                  "multiple choice with --source: score the source through this server");
+  sub->add_option(flag_names("api_key"), o->eval.api_key, "--server: sent as 'Authorization: Bearer KEY'");
+  sub->add_option(flag_names("model"), o->eval.served_model,
+                  "--server: the served model's name (default: the first GET /v1/models lists)");
+  sub->add_option(flag_names("concurrency"), o->eval.concurrency,
+                  "--server: documents / questions in flight (default 4)")
+      ->check(CLI::Range(1u, 256u));
+  sub->add_option(flag_names("max_retries"), o->eval.max_retries,
+                  "--server: retries of a request that failed to connect or got 429 / 5xx (default 3)")
+      ->check(CLI::Range(0, 20));
   sub->add_option(flag_names("log_samples"), o->log_samples,
                   "multiple choice: write every document's option log-likelihoods here (JSON lines)");
   sub->add_option(flag_names("json"), o->json, "also write the results as one JSON object here");

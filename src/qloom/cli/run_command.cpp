@@ -25,6 +25,7 @@ void register_run(CLI::App& app, CommandFn& run) {
     int max_requantize_attempts = 1;
     unsigned threads = 0;
     double eval_time_budget = 300;
+    std::string eval_server, quantized_eval_server, eval_server_api_key;
     std::optional<uint64_t> max_memory;
     bool json = false, no_numeric = false;
   };
@@ -48,6 +49,12 @@ void register_run(CLI::App& app, CommandFn& run) {
   sub->add_option(flag_names("threads"), o->threads, "worker threads (0 = all cores)");
   sub->add_option(flag_names("eval_time_budget"), o->eval_time_budget, "seconds of evaluation per model")
       ->capture_default_str();
+  sub->add_option(flag_names("eval_server"), o->eval_server,
+                  "evaluate the source model through this OpenAI-compatible server (vLLM, SGLang, qloom serve)");
+  sub->add_option(flag_names("quantized_eval_server"), o->quantized_eval_server,
+                  "evaluate the quantized model through this OpenAI-compatible server");
+  sub->add_option(flag_names("eval_server_api_key"), o->eval_server_api_key,
+                  "sent to the evaluation servers as 'Authorization: Bearer KEY'");
   sub->add_option(flag_names("max_memory"), o->max_memory,
                   "memory budget in bytes (default: available memory / cgroup limit); a plan that cannot fit stops with exec_oom");
   sub->add_flag(flag_names("no_numeric"), o->no_numeric,
@@ -63,6 +70,9 @@ void register_run(CLI::App& app, CommandFn& run) {
       ro.max_requantize_attempts = o->max_requantize_attempts;
       ro.threads = o->threads;
       ro.eval_time_budget_s = o->eval_time_budget;
+      ro.eval_server = o->eval_server;
+      ro.quantized_eval_server = o->quantized_eval_server;
+      ro.eval_server_api_key = o->eval_server_api_key;
       ro.memory_limit_bytes = o->max_memory;
       ro.numeric_validation = !o->no_numeric;
       ro.in = &std::cin;

@@ -139,6 +139,11 @@ nlohmann::json report_to_json(const EvalReport& r) {
   j["limit"] = r.limit ? nlohmann::json(*r.limit) : nlohmann::json(nullptr);
   if (!r.protocol.empty()) j["protocol"] = r.protocol;
   if (!r.source.empty()) j["source"] = r.source;
+  j["backend"] = r.backend;
+  if (!r.server.empty()) {
+    j["server"] = r.server;
+    j["served_model"] = r.served_model;
+  }
   if (r.task == "ppl") {
     j["windows"] = r.windows;
     j["tokens_scored"] = r.tokens_scored;

@@ -50,6 +50,11 @@ struct SampleScores {
 struct EvalReport {
   std::string task;  // "ppl", "kld", "gsm8k", or a multiple-choice task
   std::string model, source, dataset, protocol;
+  // Who computed the scores: "qloom" (the engine in-process) or, over
+  // --server, the server's kind ("qloom", "vllm", "sglang",
+  // "openai-compatible") with its URL and served model name.
+  std::string backend = "qloom";
+  std::string server, served_model;
   int64_t seq_len = 0;                // 0 for gsm8k
   std::optional<int64_t> limit;       // --limit as given
   std::vector<std::string> notes;     // what was limited and why

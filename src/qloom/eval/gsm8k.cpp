@@ -140,14 +140,10 @@ double Gsm8kResult::accuracy_flexible() const {
          double(items.size());
 }
 
-Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
-                      const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
-                      const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg,
-                      const std::function<bool(int64_t)>& on_item) {
+Gsm8kResult run_gsm8k(const Generator& generate, const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+                      const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg, int64_t max_length,
+                      const std::vector<int64_t>& config_eos_ids, const std::function<bool(int64_t)>& on_item) {
   const std::vector<std::string> prompts = build_gsm8k_prompts(test, train, n, cfg);
-  const int64_t max_length = model.config().max_position_embeddings > 0
-                                 ? model.config().max_position_embeddings
-                                 : 2048;
   const int64_t max_ctx = max_length - cfg.max_gen_toks;
   if (max_ctx <= 0)
     throw Error(ErrorKind::kUsage, "", "--max_gen_toks",
@@ -165,14 +161,14 @@ Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
     if (std::find(gen.stops.begin(), gen.stops.end(), eos_text) == gen.stops.end())
       gen.stops.push_back(eos_text);
   }
-  for (int64_t id : model.config().eos_token_ids) gen.eos_ids.push_back(int32_t(id));
+  for (int64_t id : config_eos_ids) gen.eos_ids.push_back(int32_t(id));
 
   Gsm8kResult r;
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<int32_t> ids = tok.encode(prompts[i], true);
     if (int64_t(ids.size()) > max_ctx) ids.erase(ids.begin(), ids.end() - max_ctx);
     Gsm8kItem item;
-    item.response = generate_greedy(model, hooks, tok, ids, gen);
+    item.response = generate(ids, gen);
     item.strict = gsm8k_extract_strict(item.response);
     item.flexible = gsm8k_extract_flexible(item.response);
     item.strict_ok = gsm8k_exact_match(item.strict, test[i].answer);
@@ -181,6 +177,19 @@ Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
     if (on_item && !on_item(r.n())) break;
   }
   return r;
+}
+
+Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
+                      const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+                      const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg,
+                      const std::function<bool(int64_t)>& on_item) {
+  const int64_t max_length = model.config().max_position_embeddings > 0
+                                 ? model.config().max_position_embeddings
+                                 : 2048;
+  const Generator engine_generator = [&](const std::vector<int32_t>& ids, const GenerateOptions& gen) {
+    return generate_greedy(model, hooks, tok, ids, gen);
+  };
+  return run_gsm8k(engine_generator, tok, test, train, n, cfg, max_length, model.config().eos_token_ids, on_item);
 }
 
 }  // namespace qloom::eval

@@ -74,6 +74,17 @@ struct Gsm8kResult {
 };
 
 // Runs the first `n` test questions. on_item(done) as in run_perplexity.
+// Generates the answer to one prompt's token ids (in-process: generate_greedy;
+// over a server: openai_client.h).
+using Generator = std::function<std::string(const std::vector<int32_t>& prompt, const GenerateOptions& gen)>;
+
+// `max_length`: the model's positions (the prompt is left-truncated to
+// max_length - max_gen_toks); `config_eos_ids`: config.json's eos ids, added
+// to the tokenizer's as stops.
+Gsm8kResult run_gsm8k(const Generator& generate, const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+                      const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg, int64_t max_length,
+                      const std::vector<int64_t>& config_eos_ids, const std::function<bool(int64_t)>& on_item = {});
+
 Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
                       const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
                       const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
+#include <memory>
 
 #include "qloom/core/error.h"
 #include "qloom/engine/unicode.h"
@@ -109,32 +111,79 @@ std::vector<uint8_t> McResult::correct(bool normalized) const {
   return out;
 }
 
+OptionScorer engine_scorer(engine::Model& model, const engine::ForwardHooks* hooks, int64_t max_length) {
+  auto cache = std::make_shared<std::unique_ptr<engine::KvCache>>();
+  return [&model, hooks, max_length, cache](const std::vector<TokenPair>& pairs) {
+    std::vector<OptionScore> out;
+    for (const TokenPair& p : pairs) out.push_back(score_option(model, hooks, p, max_length, *cache));
+    return out;
+  };
+}
+
+namespace {
+
+// The document's item before scoring: gold and option lengths (lm-eval
+// measures the option as doc_to_choice gives it: for several inputs, as in
+// winogrande, that is the option's context), and its token pairs.
+McItem prepare_item(const engine::Tokenizer& tok, const McTaskInfo& task, const McExample& doc,
+                    const std::vector<const McExample*>& fewshot, std::vector<TokenPair>& pairs) {
+  McItem item;
+  item.gold = doc.gold;
+  const std::vector<McRequestText> reqs = mc_requests(task, doc, fewshot);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::string& text = doc.queries.size() > 1 ? doc.queries[i] : doc.choices[i];
+    item.chars.push_back(int64_t(engine::count_codepoints(text)));
+    item.bytes.push_back(int64_t(text.size()));
+    pairs.push_back(encode_pair(tok, reqs[i].context, reqs[i].continuation));
+  }
+  return item;
+}
+
+void score_item(const OptionScorer& scorer, const std::vector<TokenPair>& pairs, McItem& item) {
+  item.options = scorer(pairs);
+  if (item.options.size() != pairs.size())
+    throw Error(ErrorKind::kInternal, "", "scorer",
+                "scored " + std::to_string(item.options.size()) + " of " + std::to_string(pairs.size()) + " options");
+  decide(item);
+}
+
+}  // namespace
+
+McResult run_multiple_choice(const OptionScorer& scorer, const engine::Tokenizer& tok, const McTaskInfo& task,
+                             const std::vector<McExample>& docs,
+                             const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
+                             const std::function<bool(int64_t done)>& on_doc, unsigned parallel) {
+  n = std::min({n, docs.size(), fewshot.size()});
+  parallel = std::max(1u, parallel);
+  McResult r;
+  for (size_t start = 0; start < n; start += parallel) {
+    const size_t end = std::min(n, start + parallel);
+    std::vector<std::vector<TokenPair>> pairs(end - start);
+    std::vector<McItem> items;
+    for (size_t d = start; d < end; ++d) items.push_back(prepare_item(tok, task, docs[d], fewshot[d], pairs[d - start]));
+    if (parallel == 1) {
+      score_item(scorer, pairs[0], items[0]);
+    } else {
+      std::vector<std::future<void>> jobs;
+      for (size_t k = 0; k < items.size(); ++k)
+        jobs.push_back(std::async(std::launch::async, [&, k] { score_item(scorer, pairs[k], items[k]); }));
+      for (auto& j : jobs) j.wait();
+      for (auto& j : jobs) j.get();  // the first failure, after all have stopped
+    }
+    for (McItem& it : items) {
+      r.items.push_back(std::move(it));
+      if (on_doc && !on_doc(r.n())) return r;
+    }
+  }
+  return r;
+}
+
 McResult run_multiple_choice(engine::Model& model, const engine::ForwardHooks* hooks,
                              const engine::Tokenizer& tok, const McTaskInfo& task,
                              const std::vector<McExample>& docs,
                              const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
                              int64_t max_length, const std::function<bool(int64_t done)>& on_doc) {
-  n = std::min({n, docs.size(), fewshot.size()});
-  McResult r;
-  std::unique_ptr<engine::KvCache> cache;
-  for (size_t d = 0; d < n; ++d) {
-    McItem item;
-    item.gold = docs[d].gold;
-    const std::vector<McRequestText> reqs = mc_requests(task, docs[d], fewshot[d]);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      // lm-eval measures the option as doc_to_choice gives it: for several
-      // inputs (winogrande) that is the option's context.
-      const std::string& text = docs[d].queries.size() > 1 ? docs[d].queries[i] : docs[d].choices[i];
-      item.chars.push_back(int64_t(engine::count_codepoints(text)));
-      item.bytes.push_back(int64_t(text.size()));
-      item.options.push_back(
-          score_option(model, hooks, encode_pair(tok, reqs[i].context, reqs[i].continuation), max_length, cache));
-    }
-    decide(item);
-    r.items.push_back(std::move(item));
-    if (on_doc && !on_doc(int64_t(d + 1))) break;
-  }
-  return r;
+  return run_multiple_choice(engine_scorer(model, hooks, max_length), tok, task, docs, fewshot, n, on_doc, 1);
 }
 
 }  // namespace qloom::eval

@@ -77,8 +77,23 @@ struct McResult {
   std::vector<uint8_t> correct(bool normalized) const;
 };
 
-// Scores docs[0..n) with their few-shot lists (choose_fewshot). `on_doc(done)`
-// after each document; returning false stops early.
+// Scores one document's options (its token pairs, in option order): the
+// engine in-process, or an OpenAI-compatible server (openai_client.h).
+using OptionScorer = std::function<std::vector<OptionScore>(const std::vector<TokenPair>& options)>;
+
+// score_option over `model` for each pair (one cache reused).
+OptionScorer engine_scorer(engine::Model& model, const engine::ForwardHooks* hooks, int64_t max_length);
+
+// Scores docs[0..n) with their few-shot lists (choose_fewshot), `parallel`
+// documents at a time (each batch finished before the next; results in
+// document order, so the same whatever `parallel` is). `on_doc(done)` after
+// each document; returning false stops early.
+McResult run_multiple_choice(const OptionScorer& scorer, const engine::Tokenizer& tok, const McTaskInfo& task,
+                             const std::vector<McExample>& docs,
+                             const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
+                             const std::function<bool(int64_t done)>& on_doc = {}, unsigned parallel = 1);
+
+// The in-process form: engine_scorer(model, hooks, max_length), one at a time.
 McResult run_multiple_choice(engine::Model& model, const engine::ForwardHooks* hooks,
                              const engine::Tokenizer& tok, const McTaskInfo& task,
                              const std::vector<McExample>& docs,

@@ -13,6 +13,7 @@
 #include "qloom/eval/gsm8k.h"
 #include "qloom/eval/kld.h"
 #include "qloom/eval/multiple_choice.h"
+#include "qloom/eval/openai_client.h"
 #include "qloom/eval/perplexity.h"
 #include "qloom/eval/progress.h"
 
@@ -125,6 +126,60 @@ void run_text_task(const EvalOptions& o, EvalReport& r) {
   r.samples.source_token_nll = std::move(res.stats.nll_source_tokens);
 }
 
+ServerOptions server_options(const EvalOptions& o, const std::string& url) {
+  ServerOptions so;
+  so.url = url;
+  so.api_key = o.api_key;
+  so.model = o.served_model;
+  so.concurrency = o.concurrency;
+  so.max_retries = o.max_retries;
+  return so;
+}
+
+void note_server(const EvalOptions& o, EvalReport& r, const ServerInfo& info, const std::string& url) {
+  r.backend = info.backend;
+  r.server = url;
+  r.served_model = info.model;
+  note(o, r, "scored through " + url + " (model '" + info.model + "', " + info.backend +
+                 "); the tokenizer is the local model directory's");
+}
+
+void record_gsm8k(EvalReport& r, const Gsm8kResult& res) {
+  r.n = res.n();
+  r.accuracy_strict = res.accuracy_strict();
+  r.accuracy_flexible = res.accuracy_flexible();
+  r.samples.strict_correct.reserve(res.items.size());
+  r.samples.flexible_correct.reserve(res.items.size());
+  for (const Gsm8kItem& item : res.items) {
+    r.samples.strict_correct.push_back(item.strict_ok ? 1 : 0);
+    r.samples.flexible_correct.push_back(item.flexible_ok ? 1 : 0);
+  }
+}
+
+// lm-eval's API models left-truncate to max_length (2048 by default) as well.
+void run_gsm8k_over_server(const EvalOptions& o, EvalReport& r, const std::vector<Gsm8kDoc>& test,
+                           const std::vector<Gsm8kDoc>& train) {
+  enter(o, EvalStage::kPrepare);
+  const engine::Tokenizer tok = load_tokenizer(o);
+  OpenAiClient client(server_options(o, o.server));
+  note_server(o, r, client.probe(), o.server);
+  r.n_total = int64_t(test.size());
+  int64_t count = r.n_total;
+  apply_limit(o, r, count, "question");
+  Progress progress(o.log, o.log_is_tty, r.task, "questions", count);
+  UnitTracker track{o, r, progress, "question", count, 0, count};
+  Gsm8kConfig cfg;
+  cfg.max_gen_toks = o.max_gen_toks;
+  const Generator gen = [&client](const std::vector<int32_t>& ids, const GenerateOptions& g) {
+    return client.generate(ids, g.max_new, g.stops);
+  };
+  enter(o, EvalStage::kScore);
+  const Gsm8kResult res = run_gsm8k(gen, tok, test, train, size_t(count), cfg, client.options().max_length, {},
+                                    std::ref(track));
+  progress.finish();
+  record_gsm8k(r, res);
+}
+
 void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   std::vector<Gsm8kDoc> test;
   if (r.dataset == "gsm8k") {
@@ -137,6 +192,7 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
                 "known data sets: wikitext2, tinystories (text), gsm8k");
   }
   const std::vector<Gsm8kDoc> train = load_gsm8k_jsonl(bundled_file("gsm8k/train.jsonl"));
+  if (!o.server.empty()) return run_gsm8k_over_server(o, r, test, train);
   engine::LoadOptions lo;
   lo.threads = o.threads;
   enter(o, EvalStage::kLoadModel);
@@ -155,15 +211,7 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   const Gsm8kResult res = run_gsm8k(*model.model, &model.runtime.hooks, tok, test, train,
                                     size_t(count), cfg, std::ref(track));
   progress.finish();
-  r.n = res.n();
-  r.accuracy_strict = res.accuracy_strict();
-  r.accuracy_flexible = res.accuracy_flexible();
-  r.samples.strict_correct.reserve(res.items.size());
-  r.samples.flexible_correct.reserve(res.items.size());
-  for (const Gsm8kItem& item : res.items) {
-    r.samples.strict_correct.push_back(item.strict_ok ? 1 : 0);
-    r.samples.flexible_correct.push_back(item.flexible_ok ? 1 : 0);
-  }
+  record_gsm8k(r, res);
 }
 
 std::filesystem::path mc_dataset_file(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
@@ -202,7 +250,20 @@ MetricValue paired_difference(const std::vector<uint8_t>& a, const std::vector<u
 
 McResult score_mc_model(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const std::string& dir,
                         const engine::Tokenizer& tok, const std::vector<McExample>& docs,
-                        const std::vector<std::vector<const McExample*>>& fewshot, int64_t count) {
+                        const std::vector<std::vector<const McExample*>>& fewshot, int64_t count,
+                        const std::string& server = {}) {
+  if (!server.empty()) {
+    OpenAiClient client(server_options(o, server));
+    const ServerInfo info = client.probe();
+    if (server == o.server) note_server(o, r, info, server);
+    Progress progress(o.log, o.log_is_tty, r.task, "documents", count);
+    UnitTracker track{o, r, progress, "document", count, 0, count};
+    enter(o, EvalStage::kScore);
+    McResult res = run_multiple_choice(server_scorer(client), tok, task, docs, fewshot, size_t(count),
+                                       std::ref(track), o.concurrency);
+    progress.finish();
+    return res;
+  }
   engine::LoadOptions lo;
   lo.threads = o.threads;
   LoadedModel model = load_for_eval(dir, lo);
@@ -222,7 +283,7 @@ void add_source_pairing(const EvalOptions& o, EvalReport& r, const McTaskInfo& t
   EvalOptions so = o;
   so.time_budget = 0;  // the same documents exactly
   enter(o, EvalStage::kLoadSource);
-  const McResult src = score_mc_model(so, r, task, o.source_dir, tok, docs, fewshot, r.n);
+  const McResult src = score_mc_model(so, r, task, o.source_dir, tok, docs, fewshot, r.n, o.source_server);
   const std::vector<uint8_t> sa = src.correct(false), sn = src.correct(true);
   r.paired = true;
   r.source_acc = mean_and_stderr(sa).value;
@@ -255,7 +316,7 @@ void run_mc_task(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
   r.num_fewshot = o.num_fewshot;
   const auto fewshot = choose_fewshot(task, docs, size_t(count), pool, o.num_fewshot);
   enter(o, EvalStage::kLoadModel);
-  const McResult res = score_mc_model(o, r, task, o.model_dir, tok, docs, fewshot, count);
+  const McResult res = score_mc_model(o, r, task, o.model_dir, tok, docs, fewshot, count, o.server);
   r.n = res.n();
   r.samples.acc_correct = res.correct(false);
   r.samples.acc_norm_correct = res.correct(true);
@@ -283,6 +344,13 @@ EvalReport run_eval(const EvalOptions& o) {
   r.source = o.source_dir;
   r.limit = o.limit;
   const McTaskInfo* mc = find_mc_task(o.task);
+  if ((!o.server.empty() || !o.source_server.empty()) && (o.task == "ppl" || o.task == "kld"))
+    throw Error(ErrorKind::kUsage, "", "--server",
+                "the " + o.task + " task needs every position's full distribution, which an OpenAI-compatible "
+                                  "server does not return",
+                "evaluate ppl / kld in-process (drop --server), or use gsm8k or a multiple-choice task");
+  if (!o.source_server.empty() && o.source_dir.empty())
+    throw Error(ErrorKind::kUsage, "", "--source_server", "--source_server needs --source (the source's tokenizer)");
   if (o.task != "ppl" && o.task != "kld" && o.task != "gsm8k" && mc == nullptr)
     throw Error(ErrorKind::kUsage, "", "--task", "unknown task '" + o.task + "'",
                 "use ppl, kld, gsm8k, hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu");

@@ -45,6 +45,16 @@ struct EvalOptions {
   // model_dir has none. Two runs to be paired pass the same one, so they
   // score exactly the same tokens.
   std::string tokenizer_dir;
+  // Tier 3 (openai_client.h): score `model_dir`'s task through this
+  // OpenAI-compatible server instead of the engine; model_dir (or
+  // tokenizer_dir) then only supplies the tokenizer. gsm8k and the
+  // multiple-choice tasks; ppl / kld need the engine.
+  std::string server;
+  std::string source_server;  // multiple choice with --source: the source's server
+  std::string api_key;
+  std::string served_model;   // empty: the first model the server lists
+  unsigned concurrency = 4;   // documents / questions in flight
+  int max_retries = 3;
   // When set, updated as run_eval moves from stage to stage (it still holds
   // the failing stage when an exception leaves run_eval).
   EvalStage* stage = nullptr;

@@ -42,6 +42,9 @@ struct Exchange {
   const std::function<bool()>* cancel = nullptr;
   bool started = false;
   bool pass_body = false;  // this response's body goes to the sink
+  const std::string* post_body = nullptr;          // POST when set
+  long timeout_s = 0;                              // POST: whole-exchange limit
+  const std::vector<std::string>* extra_headers = nullptr;
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -122,7 +125,11 @@ struct HttpClient::Impl {
     curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &x);
     curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 1L << 20);
-    if (head) {
+    if (x.post_body) {
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDS, x.post_body->c_str());
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(x.post_body->size()));
+      curl_easy_setopt(easy, CURLOPT_TIMEOUT, x.timeout_s);
+    } else if (head) {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
       curl_easy_setopt(easy, CURLOPT_TIMEOUT, kMetadataTimeoutS);
     } else if (x.sink) {
@@ -132,6 +139,9 @@ struct HttpClient::Impl {
       curl_easy_setopt(easy, CURLOPT_TIMEOUT, kMetadataTimeoutS);
     }
     curl_slist* hdrs = curl_slist_append(nullptr, "Accept-Encoding: identity");
+    if (x.post_body) hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    if (x.extra_headers)
+      for (const std::string& h : *x.extra_headers) hdrs = curl_slist_append(hdrs, h.c_str());
     if (!token.empty() && HttpClient::host_of(url) == token_host) {
       std::string auth = "Authorization: Bearer ";
       auth += token;
@@ -193,6 +203,16 @@ HttpResult HttpClient::get_text(const std::string& url, size_t max_bytes) {
   Exchange x;
   x.text_limit = max_bytes;
   return impl_->perform(url, false, true, 0, x);
+}
+
+HttpResult HttpClient::post_json(const std::string& url, const std::string& body, long timeout_s,
+                                 const std::vector<std::string>& headers, size_t max_bytes) {
+  Exchange x;
+  x.text_limit = max_bytes;
+  x.post_body = &body;
+  x.timeout_s = timeout_s;
+  x.extra_headers = &headers;
+  return impl_->perform(url, false, false, 0, x);
 }
 
 HttpResult HttpClient::download(const std::string& url, uint64_t offset, const BodyStart& start,

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace qloom::io {
 
@@ -47,6 +48,12 @@ class HttpClient {
 
   // GET a small text/JSON body (at most max_bytes), following redirects.
   HttpResult get_text(const std::string& url, size_t max_bytes = 64u << 20);
+
+  // POST `body` as application/json to `url` (no redirects followed) and keep
+  // the response body (at most max_bytes); the whole exchange is cut after
+  // timeout_s seconds. Extra request headers are "Name: value" lines.
+  HttpResult post_json(const std::string& url, const std::string& body, long timeout_s,
+                       const std::vector<std::string>& headers = {}, size_t max_bytes = 256u << 20);
 
   // GET `url` into `sink`, following redirects, from byte `offset` (a Range
   // request when offset > 0). `start` sees the status first (a 200 to a
