@@ -80,8 +80,8 @@ std::string OpenAiClient::base() const {
 }
 
 ServerInfo OpenAiClient::probe() {
-  io::HttpClient http("", "");
   const std::string url = base() + "/v1/models";
+  io::HttpClient http(o_.api_key, io::HttpClient::host_of(url));
   io::HttpResult r;
   for (int attempt = 0;; ++attempt) {
     r = http.get_text(url, 1u << 20);
