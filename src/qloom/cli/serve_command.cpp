@@ -4,8 +4,10 @@
 // An OpenAI-compatible HTTP server over the engine (serve/server.h). Prints
 // "qloom serve: listening on http://HOST:PORT (model ...)" on stderr once it
 // accepts connections; SIGINT / SIGTERM stop it (exit 0).
-#include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <iostream>
 #include <memory>
@@ -17,45 +19,52 @@
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
 #include "qloom/cli/model_spec.h"
+#include "qloom/core/error.h"
 #include "qloom/serve/server.h"
 
 namespace qloom::cli {
 namespace {
 
-// SIGINT/SIGTERM (and SIGUSR1, the internal wake-up), blocked in this thread
-// and so in every thread started after block_stop_signals(): a waiter thread
-// turns them into Server::stop().
-sigset_t stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&set, s);
-  return set;
-}
+// SIGINT/SIGTERM: a handler (any thread may take the signal; OpenBLAS starts
+// its own before main) writes the signal number to a pipe, and a waiter
+// thread turns it into Server::stop(). The destructor wakes the waiter with 0.
+int g_stop_pipe[2] = {-1, -1};
 
-void block_stop_signals() {
-  const sigset_t set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+extern "C" void on_stop_signal(int sig) {
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &b, 1);
 }
 
 class SignalStopper {
  public:
-  explicit SignalStopper(serve::Server& server) : set_(stop_signals()) {
-    waiter_ = std::thread([this, &server] {
-      int sig = 0;
-      sigwait(&set_, &sig);
-      if (sig != SIGUSR1) {
-        std::cerr << "qloom serve: stopping (signal " << sig << ")\n";
+  explicit SignalStopper(serve::Server& server) {
+    if (::pipe(g_stop_pipe) != 0) throw_errno(errno, "pipe", "creating the signal pipe", false);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int s : {SIGINT, SIGTERM}) ::sigaction(s, &sa, nullptr);
+    waiter_ = std::thread([&server] {
+      unsigned char sig = 0;
+      while (::read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+      }
+      if (sig != 0) {
+        std::cerr << "qloom serve: stopping (signal " << int(sig) << ")\n";
         server.stop();
       }
     });
   }
   ~SignalStopper() {
-    pthread_kill(waiter_.native_handle(), SIGUSR1);  // a no-op wait when a signal already came
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    for (int s : {SIGINT, SIGTERM}) ::sigaction(s, &sa, nullptr);
+    const unsigned char zero = 0;
+    [[maybe_unused]] const ssize_t n = ::write(g_stop_pipe[1], &zero, 1);  // ignored when a signal came first
     waiter_.join();
+    ::close(g_stop_pipe[0]);
+    ::close(g_stop_pipe[1]);
   }
 
  private:
-  sigset_t set_{};
   std::thread waiter_;
 };
 
@@ -92,7 +101,6 @@ void register_serve(CLI::App& app, CommandFn& run) {
   sub->callback([o, &run] {
     run = [o] {
       const std::string dir = resolve_model_arg(o->model, io::HubFetch::kModel);
-      block_stop_signals();  // before the server starts its threads
       serve::Server server(dir, o->server);
       SignalStopper stopper(server);
       const int port = server.bind();
