@@ -317,6 +317,11 @@ TEST_F(EvalPhase, HellaswagGatesOnAccNormOverTheSameDocuments) {
   const EvalPhaseResult again = run_eval_phase(o);
   EXPECT_TRUE(again.source_cached);
   EXPECT_EQ(again.gap.source_score, r.gap.source_score);
+  // A headline that no longer matches its samples (an edited .md) is not reused.
+  std::string md = read_file(ws / "source_eval.md");
+  md.replace(md.find("**Accuracy:** "), 20, "**Accuracy:** 0.9999");
+  std::ofstream(ws / "source_eval.md") << md;
+  EXPECT_FALSE(run_eval_phase(o).source_cached);
 }
 
 TEST_F(EvalPhase, MetricsWithoutAnOfflineEvaluatorAreEnvUnavailable) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/agent/artifact_schema.h"
+#include "qloom/agent/eval_headline.h"
 #include "qloom/agent/eval_text.h"
 #include "qloom/core/error.h"
 #include "qloom/eval/eval_report.h"
@@ -168,13 +169,18 @@ std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, 
     why = std::string(kSourceMd) + " does not exist";
     return std::nullopt;
   }
-  std::string md = io::read_text_file(ws / kSourceMd);
-  if (md.find("**Accuracy:**") == std::string::npos && md.find("**Perplexity:**") == std::string::npos) {
-    why = std::string(kSourceMd) + " has no **Accuracy:** / **Perplexity:** headline";
+  const std::string md = io::read_text_file(ws / kSourceMd);
+  const std::optional<Headline> head = parse_eval_headline(md, m);
+  if (!head) {
+    why = std::string(kSourceMd) + " has no " + m.headline + " headline (**Accuracy:** / **Perplexity:** line, or an "
+                                   "lm-eval / qloom results table row)";
     return std::nullopt;
   }
   if (!fs::is_regular_file(ws / kSourceSamples, ec)) {
-    why = std::string(kSourceSamples) + " (its per-sample scores) does not exist";
+    why = std::string(kSourceSamples) + " (its per-sample scores) does not exist" +
+          (head->source == "lm-eval table" ? " (" + std::string(kSourceMd) + " is an lm-eval table, " + m.headline +
+                                                 " " + fmt("%.4f", head->value) + ", which cannot be paired)"
+                                           : std::string());
     return std::nullopt;
   }
   const json j = json::parse(io::read_text_file(ws / kSourceSamples), nullptr, false);
@@ -211,6 +217,10 @@ std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, 
         if (x > 1) throw std::runtime_error("a score other than 0/1");
     }
     if (n == 0 || n != s.n()) throw std::runtime_error("n does not match the scores");
+    const double score = headline_score(s, m);
+    if (std::fabs(score - head->value) > 5e-5 * std::max(1.0, std::fabs(score)))
+      throw std::runtime_error("its score " + fmt("%.4f", score) + " is not " + kSourceMd + "'s headline " +
+                               fmt("%.4f", head->value));
     if (s.units_used < 1 || s.units_used > s.units_total) throw std::runtime_error("bad units_used");
     return s;
   } catch (const std::exception& e) {
