@@ -207,9 +207,11 @@ void write_mc_samples(const EvalReport& r, const std::filesystem::path& path) {
     j["gold"] = it.gold;
     j["lls"] = nlohmann::json::array();
     j["is_greedy"] = nlohmann::json::array();
+    j["tokens"] = nlohmann::json::array();
     for (const OptionScore& o : it.options) {
       j["lls"].push_back(o.loglik);
       j["is_greedy"].push_back(o.greedy);
+      j["tokens"].push_back(o.tokens);
     }
     j["acc"] = it.acc() ? 1 : 0;
     if (r.has_acc_norm) j["acc_norm"] = it.acc_norm() ? 1 : 0;

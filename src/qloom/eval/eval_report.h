@@ -92,8 +92,8 @@ nlohmann::json report_to_json(const EvalReport& r);
 // Writes report_to_json(r).dump(2) atomically; throws kIo on failure.
 void write_report_json(const EvalReport& r, const std::filesystem::path& path);
 // Multiple choice: one JSON object per document, as lm-eval's --log_samples
-// keeps them: {"doc_id", "gold", "lls": [...], "is_greedy": [...], "acc",
-// "acc_norm"}; written atomically. Throws kUsage for another task.
+// keeps them: {"doc_id", "gold", "lls": [...], "is_greedy": [...], "tokens":
+// [continuation tokens scored per option], "acc", "acc_norm"}; written atomically. Throws kUsage for another task.
 void write_mc_samples(const EvalReport& r, const std::filesystem::path& path);
 
 }  // namespace qloom::eval
