@@ -111,7 +111,18 @@ struct Scheduler::Active {
   std::string text;
   size_t emitted = 0;  // bytes of text already sent
   bool finished = false;
+  bool released = false;
 };
+
+void Scheduler::release(Active& a) {
+  if (a.released) return;
+  a.released = true;
+  const auto it = live_.find(a.job.get());
+  if (it != live_.end() && --it->second == 0) {
+    live_.erase(it);
+    --in_flight_;
+  }
+}
 
 Scheduler::Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const engine::Tokenizer& tok,
                      SchedulerOptions opt)
@@ -178,6 +189,7 @@ bool Scheduler::prefill(Active& a) {
 void Scheduler::emit(Active& a, bool final) {
   std::string delta;
   if (final) {
+    release(a);  // the slot frees before the client sees the end, so it may send its next request at once
     a.result.text = eval::cut_at_stop(a.text, a.spec->stop);
     if (a.result.text.size() > a.emitted) delta = a.result.text.substr(a.emitted);
     a.finished = true;
@@ -236,7 +248,6 @@ void Scheduler::admit(std::vector<std::shared_ptr<Job>>& incoming) {
 }
 
 void Scheduler::loop() {
-  std::unordered_map<Job*, size_t> live;  // active sequences per job
   std::vector<std::shared_ptr<Job>> incoming;
   for (;;) {
     {
@@ -245,7 +256,7 @@ void Scheduler::loop() {
       if (stop_) break;
       incoming.swap(incoming_);
     }
-    for (auto& job : incoming) live[job.get()] = job->specs().size();
+    for (auto& job : incoming) live_[job.get()] = job->specs().size();
     admit(incoming);
     for (auto& a : active_) {
       if (a->finished || a->job->cancelled() || a->job->done()) continue;
@@ -259,10 +270,7 @@ void Scheduler::loop() {
       return a->finished || a->job->cancelled() || a->job->error().has_value();
     };
     for (auto& a : active_)
-      if (gone(a) && --live[a->job.get()] == 0) {
-        live.erase(a->job.get());
-        --in_flight_;
-      }
+      if (gone(a)) release(*a);
     active_.erase(std::remove_if(active_.begin(), active_.end(), gone), active_.end());
   }
   const ApiError down(503, "the server is shutting down", "server_error", {}, "shutting_down");

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -128,7 +129,7 @@ class Scheduler {
   bool step(Active& a);
   void emit(Active& a, bool final);
   TokenLogprob logprob_of(const float* row, int32_t id, int k) const;
-  void close_job(Active& a, std::vector<std::shared_ptr<Job>>& closed);
+  void release(Active& a);  // once per sequence: its job's slot frees with the last one
 
   engine::Model& model_;
   const engine::ForwardHooks* hooks_;
@@ -138,6 +139,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::vector<std::shared_ptr<Job>> incoming_;
   std::vector<std::unique_ptr<Active>> active_;
+  std::unordered_map<const Job*, size_t> live_;  // unreleased sequences per job (scheduler thread only)
   std::atomic<size_t> in_flight_{0};
   std::atomic<uint64_t> tokens_generated_{0};
   bool stop_ = false;
