@@ -156,50 +156,33 @@ void record_gsm8k(EvalReport& r, const Gsm8kResult& res) {
   }
 }
 
-// lm-eval's API models left-truncate to max_length (2048 by default) as well.
-void run_gsm8k_over_server(const EvalOptions& o, EvalReport& r, const std::vector<Gsm8kDoc>& test,
-                           const std::vector<Gsm8kDoc>& train) {
-  enter(o, EvalStage::kPrepare);
-  const engine::Tokenizer tok = load_tokenizer(o);
-  OpenAiClient client(server_options(o, o.server));
-  note_server(o, r, client.probe(), o.server);
-  r.n_total = int64_t(test.size());
-  int64_t count = r.n_total;
-  apply_limit(o, r, count, "question");
-  Progress progress(o.log, o.log_is_tty, r.task, "questions", count);
-  UnitTracker track{o, r, progress, "question", count, 0, count};
-  Gsm8kConfig cfg;
-  cfg.max_gen_toks = o.max_gen_toks;
-  const Generator gen = [&client](const std::vector<int32_t>& ids, const GenerateOptions& g) {
-    return client.generate(ids, g.max_new, g.stops);
-  };
-  enter(o, EvalStage::kScore);
-  const Gsm8kResult res = run_gsm8k(gen, tok, test, train, size_t(count), cfg, client.options().max_length, {},
-                                    std::ref(track));
-  progress.finish();
-  record_gsm8k(r, res);
+std::vector<Gsm8kDoc> gsm8k_questions(const EvalReport& r) {
+  if (r.dataset == "gsm8k") return load_gsm8k_jsonl(bundled_file("gsm8k/test.jsonl"));
+  if (r.dataset.size() > 6 && r.dataset.ends_with(".jsonl")) return load_gsm8k_jsonl(r.dataset);
+  throw Error(ErrorKind::kUsage, "", "--dataset",
+              "the gsm8k task takes --dataset gsm8k or a .jsonl file of {question, answer}",
+              "known data sets: wikitext2, tinystories (text), gsm8k");
 }
 
+// In-process (the engine's greedy decoding) or over --server (lm-eval's API
+// models left-truncate to their max_length, 2048 by default, as well).
 void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
-  std::vector<Gsm8kDoc> test;
-  if (r.dataset == "gsm8k") {
-    test = load_gsm8k_jsonl(bundled_file("gsm8k/test.jsonl"));
-  } else if (r.dataset.size() > 6 && r.dataset.ends_with(".jsonl")) {
-    test = load_gsm8k_jsonl(r.dataset);
-  } else {
-    throw Error(ErrorKind::kUsage, "", "--dataset",
-                "the gsm8k task takes --dataset gsm8k or a .jsonl file of {question, answer}",
-                "known data sets: wikitext2, tinystories (text), gsm8k");
-  }
+  const std::vector<Gsm8kDoc> test = gsm8k_questions(r);
   const std::vector<Gsm8kDoc> train = load_gsm8k_jsonl(bundled_file("gsm8k/train.jsonl"));
-  if (!o.server.empty()) return run_gsm8k_over_server(o, r, test, train);
-  engine::LoadOptions lo;
-  lo.threads = o.threads;
-  enter(o, EvalStage::kLoadModel);
-  LoadedModel model = load_for_eval(o.model_dir, lo);
+  LoadedModel model;
+  std::unique_ptr<OpenAiClient> client;
+  if (o.server.empty()) {
+    engine::LoadOptions lo;
+    lo.threads = o.threads;
+    enter(o, EvalStage::kLoadModel);
+    model = load_for_eval(o.model_dir, lo);
+  }
   enter(o, EvalStage::kPrepare);
   const engine::Tokenizer tok = load_tokenizer(o);
-
+  if (!o.server.empty()) {
+    client = std::make_unique<OpenAiClient>(server_options(o, o.server));
+    note_server(o, r, client->probe(), o.server);
+  }
   r.n_total = int64_t(test.size());
   int64_t count = r.n_total;
   apply_limit(o, r, count, "question");
@@ -208,8 +191,15 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   Gsm8kConfig cfg;
   cfg.max_gen_toks = o.max_gen_toks;
   enter(o, EvalStage::kScore);
-  const Gsm8kResult res = run_gsm8k(*model.model, &model.runtime.hooks, tok, test, train,
-                                    size_t(count), cfg, std::ref(track));
+  Gsm8kResult res;
+  if (client) {
+    const Generator gen = [&client](const std::vector<int32_t>& ids, const GenerateOptions& g) {
+      return client->generate(ids, g.max_new, g.stops);
+    };
+    res = run_gsm8k(gen, tok, test, train, size_t(count), cfg, client->options().max_length, {}, std::ref(track));
+  } else {
+    res = run_gsm8k(*model.model, &model.runtime.hooks, tok, test, train, size_t(count), cfg, std::ref(track));
+  }
   progress.finish();
   record_gsm8k(r, res);
 }

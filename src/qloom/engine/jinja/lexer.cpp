@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "qloom/core/error.h"
+#include "qloom/engine/unicode.h"
 
 namespace qloom::engine::jinja {
 
@@ -44,24 +45,6 @@ std::string normalise_newlines(const std::string& text, bool keep_trailing) {
   }
   if (!keep_trailing && !out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 class Lexer {
@@ -215,7 +198,7 @@ size_t Lexer::lex_string(size_t p) {
     if (e == 'x' || e == 'u' || e == 'U') {
       size_t n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
       if (q + n >= s_.size()) syntax_error(src_, q, "truncated \\" + std::string(1, e) + " escape in string");
-      append_utf8(v, static_cast<uint32_t>(std::stoul(s_.substr(q + 1, n), nullptr, 16)));
+      engine::append_utf8(v, static_cast<char32_t>(std::stoul(s_.substr(q + 1, n), nullptr, 16)));
       q += n;
     } else if (e == '0') {
       v += '\0';
