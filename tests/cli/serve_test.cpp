@@ -286,6 +286,33 @@ TEST_F(ServeTest, ConcurrentStreamingClientsAllAnswered) {
   }
 }
 
+// Concurrent requests decode together (Model::forward_batch): each still gets
+// exactly the text it gets alone, which is generate_greedy's.
+TEST_F(ServeTest, ConcurrentGreedyCompletionsEqualGenerateGreedy) {
+  eval::LoadedModel lm = eval::load_for_eval(QLOOM_DEMO_MODEL_DIR);
+  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Lily and Ben went to the park and",
+                                            "One day", "The sun was"};
+  std::vector<std::string> want;
+  for (const std::string& p : prompts) {
+    eval::GenerateOptions g;
+    g.max_new = 48;
+    g.eos_ids = {2};
+    want.push_back(eval::generate_greedy(*lm.model, &lm.runtime.hooks, tok, tok.encode(p, true), g));
+  }
+  std::vector<HttpReply> replies(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back([&, i] {
+      replies[i] = post("/v1/completions", {{"prompt", prompts[i]}, {"max_tokens", 48}, {"temperature", 0}});
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(replies[i].status, 200) << replies[i].body;
+    EXPECT_EQ(json::parse(replies[i].body)["choices"][0]["text"], want[i]) << prompts[i];
+  }
+}
+
 TEST_F(ServeTest, ErrorStatuses) {
   const int port = server_->port();
   expect_error(http_request(port, "POST", "/v1/completions", "{not json"), 400, "invalid_request_error", "invalid_json");

@@ -147,12 +147,15 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
   });
 }
 
-void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
-                       const Rope& rope, const float* h, int64_t T, int64_t pos0, float* kc, float* vc,
-                       float* context) {
+namespace {
+
+// q / k / v [T, heads*hd | kv_heads*hd] of h [T, hidden], q/k-normed when the model has the norms.
+void project_qkv(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w, const float* h,
+                 int64_t T, std::vector<float>& q, std::vector<float>& k, std::vector<float>& v) {
   const int64_t hd = s.head_dim, qn = s.heads * hd, kn = s.kv_heads * hd;
-  std::vector<float> q(static_cast<size_t>(T * qn)), k(static_cast<size_t>(T * kn)),
-      v(static_cast<size_t>(T * kn));
+  q.resize(static_cast<size_t>(T * qn));
+  k.resize(static_cast<size_t>(T * kn));
+  v.resize(static_cast<size_t>(T * kn));
   if (w.q.name.empty()) {  // fused qkv_proj: rows [q | k | v]
     std::vector<float> qkv(static_cast<size_t>(T * (qn + 2 * kn)));
     ctx.run_linear(w.qkv, layer, h, T, qkv.data());
@@ -171,6 +174,16 @@ void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, 
     rms_norm(q.data(), q.data(), T * s.heads, hd, w.q_norm.data(), s.norm_eps, &ctx.pool);
     rms_norm(k.data(), k.data(), T * s.kv_heads, hd, w.k_norm.data(), s.norm_eps, &ctx.pool);
   }
+}
+
+}  // namespace
+
+void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
+                       const Rope& rope, const float* h, int64_t T, int64_t pos0, float* kc, float* vc,
+                       float* context) {
+  const int64_t hd = s.head_dim, qn = s.heads * hd, kn = s.kv_heads * hd;
+  std::vector<float> q, k, v;
+  project_qkv(ctx, layer, s, w, h, T, q, k, v);
   std::vector<float> cos, sin;
   rope.tables(pos0, T, cos, sin);
   const int64_t half = rope.rotary_dim() / 2;
@@ -191,6 +204,24 @@ void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
   std::vector<float> context(static_cast<size_t>(T * s.heads * s.head_dim));
   attention_context(ctx, layer, s, w, rope, h, T, pos0, kc, vc, context.data());
   ctx.run_linear(w.o, layer, context.data(), T, out);
+}
+
+void attention_block_rows(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
+                          const Rope& rope, const float* h, int64_t B, const RowSlot* rows, float* out) {
+  const int64_t hd = s.head_dim, qn = s.heads * hd, kn = s.kv_heads * hd;
+  std::vector<float> q, k, v;
+  project_qkv(ctx, layer, s, w, h, B, q, k, v);
+  std::vector<float> context(static_cast<size_t>(B * qn)), cos, sin;
+  for (int64_t b = 0; b < B; ++b) {
+    const RowSlot& r = rows[b];
+    rope.tables(r.pos, 1, cos, sin);
+    rope.apply(q.data() + b * qn, s.heads, hd, cos.data(), sin.data());
+    rope.apply(k.data() + b * kn, s.kv_heads, hd, cos.data(), sin.data());
+    std::memcpy(r.kc + r.pos * kn, k.data() + b * kn, sizeof(float) * kn);
+    std::memcpy(r.vc + r.pos * kn, v.data() + b * kn, sizeof(float) * kn);
+    attend(s, q.data() + b * qn, 1, r.pos, r.kc, r.vc, context.data() + b * qn, ctx.pool);
+  }
+  ctx.run_linear(w.o, layer, context.data(), B, out);
 }
 
 }  // namespace qloom::engine

@@ -47,4 +47,21 @@ void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, 
                        const Rope& rope, const float* h, int64_t T, int64_t pos0, float* kc, float* vc,
                        float* context);
 
+// One decode row of several sequences (batched decode): the row's position
+// and its sequence's K/V buffers for this layer (holding [0, pos)).
+struct RowSlot {
+  int64_t pos = 0;
+  float* kc = nullptr;
+  float* vc = nullptr;
+};
+
+// attention_block for B rows that belong to B different sequences: q/k/v and
+// o_proj run once over all rows; each row then takes RoPE at its own
+// position, appends its K/V to its own buffers and attends over them. Row b
+// gets exactly what attention_block(h_b, T = 1, rows[b].pos, ...) computes,
+// as long as the linears give a row the same result whatever the row count
+// (the GEMV kernels below 128 rows do; the hooks must not mix rows).
+void attention_block_rows(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
+                          const Rope& rope, const float* h, int64_t B, const RowSlot* rows, float* out);
+
 }  // namespace qloom::engine

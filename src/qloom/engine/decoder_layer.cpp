@@ -84,14 +84,19 @@ const std::vector<float>& ff_input_norm(const DecoderSetup& s, const LayerWeight
 
 }  // namespace
 
-void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
-                       float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc, LayerPart part) {
+namespace {
+
+// The layer around its attention sub-block: attend(h, y) writes the block's
+// output for the normed rows h into y.
+template <class Attend>
+void run_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x, float* h,
+               float* y, int64_t T, LayerPart part, const Attend& attend) {
   const ModelConfig& c = *s.config;
   const int64_t D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   if (part != LayerPart::kFeedForward) {
     rms_norm(x, h, T, D, L.input_norm.data(), eps, &ctx.pool);
-    attention_block(ctx, layer, attention_shape(c, layer), L.attn, layer_rope(s, layer), h, T, pos0, kc, vc, y);
+    attend(h, y);
     if (part == LayerPart::kAttention) return;
     add_residual(ctx, s, L.post_attention_norm, x, y, T);
     if (part == LayerPart::kFirstHalf) return;
@@ -106,6 +111,24 @@ void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, co
   }
   if (part == LayerPart::kFeedForward) return;
   add_residual(ctx, s, L.post_ff_norm, x, y, T);
+}
+
+}  // namespace
+
+void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
+                       float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc, LayerPart part) {
+  run_layer(ctx, s, layer, L, x, h, y, T, part, [&](const float* hn, float* out) {
+    attention_block(ctx, layer, attention_shape(*s.config, layer), L.attn, layer_rope(s, layer), hn, T, pos0, kc, vc,
+                    out);
+  });
+}
+
+void run_decoder_layer_rows(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
+                            float* h, float* y, int64_t B, const RowSlot* rows) {
+  run_layer(ctx, s, layer, L, x, h, y, B, LayerPart::kFull, [&](const float* hn, float* out) {
+    attention_block_rows(ctx, layer, attention_shape(*s.config, layer), L.attn, layer_rope(s, layer), hn, B, rows,
+                         out);
+  });
 }
 
 void advance_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,

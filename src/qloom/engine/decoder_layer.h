@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qloom/engine/activations.h"
+#include "qloom/engine/attention.h"
 #include "qloom/engine/architecture.h"
 #include "qloom/engine/forward_context.h"
 #include "qloom/engine/layer_weights.h"
@@ -58,6 +59,12 @@ enum class LayerPart {
 void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
                        float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc,
                        LayerPart part = LayerPart::kFull);
+
+// The whole layer for B decode rows of B different sequences (attention
+// _block_rows): row b gets exactly what run_decoder_layer computes for that
+// sequence's one token at rows[b].pos.
+void run_decoder_layer_rows(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
+                            float* h, float* y, int64_t B, const RowSlot* rows);
 
 // A dense (not MoE) decoder layer run one linear stage at a time
 // (LayerLinear::stage: 0 q/k/v, 1 o_proj, 2 gate/up, 3 down), for

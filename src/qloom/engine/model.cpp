@@ -3,6 +3,7 @@
 // the blocks live in attention.cpp, mlp.cpp, moe.cpp; tensor
 // naming and loading in weight_loader.cpp; per-model_type options in
 // architecture.cpp / model_config.cpp.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +37,8 @@ class ModelImpl final : public Model {
 
   std::vector<float> forward(std::span<const int32_t> tokens, KvCache& cache_base, bool last_only,
                              const ForwardHooks* hooks) override;
+  std::vector<float> forward_batch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
+                                   const ForwardHooks* hooks) override;
 
  private:
   ModelConfig config_;
@@ -90,7 +93,69 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
   return logits;
 }
 
+// Every cache is this model's, distinct, with room for one more position.
+std::vector<KvCacheImpl*> batch_caches(const ModelConfig& c, std::span<KvCache* const> caches) {
+  std::vector<KvCacheImpl*> out;
+  for (KvCache* base : caches) {
+    auto* cache = dynamic_cast<KvCacheImpl*>(base);
+    if (!cache || !cache->matches(c.num_layers, c.num_kv_heads, c.head_dim))
+      throw Error(ErrorKind::kUsage, "", "cache", "a KV cache was not created by this model's new_cache()");
+    if (std::find(out.begin(), out.end(), cache) != out.end())
+      throw Error(ErrorKind::kUsage, "", "cache", "forward_batch was given the same KV cache twice");
+    if (cache->size() + 1 > cache->capacity())
+      throw_invalid("", "tokens", "KV cache overflow: " + std::to_string(cache->size()) +
+                                      " positions held + 1 new token exceed its capacity of " +
+                                      std::to_string(cache->capacity()),
+                    "create the cache with a larger max_tokens");
+    out.push_back(cache);
+  }
+  return out;
+}
+
+std::vector<float> ModelImpl::forward_batch(std::span<const int32_t> tokens, std::span<KvCache* const> caches_base,
+                                            const ForwardHooks* hooks) {
+  if (tokens.size() != caches_base.size())
+    throw Error(ErrorKind::kUsage, "", "forward_batch", "one token per cache is needed");
+  const std::vector<KvCacheImpl*> caches = batch_caches(config_, caches_base);
+  check_token_ids(config_, tokens);
+  const auto B = static_cast<int64_t>(tokens.size());
+  if (B == 0) return {};
+  const int64_t D = config_.hidden_size;
+  ForwardContext ctx{pool_, hooks};
+  std::vector<float> x(static_cast<size_t>(B * D)), h(x.size()), y(x.size());
+  embed_tokens(config_, w_.embed.w, tokens, x.data());
+  std::vector<RowSlot> rows(static_cast<size_t>(B));
+  for (int64_t li = 0; li < config_.num_layers; ++li) {
+    for (int64_t b = 0; b < B; ++b)
+      rows[size_t(b)] = {caches[size_t(b)]->size(), caches[size_t(b)]->keys(li), caches[size_t(b)]->values(li)};
+    run_decoder_layer_rows(ctx, setup_, static_cast<int>(li), w_.layers[static_cast<size_t>(li)], x.data(), h.data(),
+                           y.data(), B, rows.data());
+  }
+  for (KvCacheImpl* c : caches) c->set_size(c->size() + 1);
+  rms_norm(x.data(), h.data(), B, D, w_.final_norm.data(), static_cast<float>(config_.rms_norm_eps), &pool_);
+  const LinearWeight& head = config_.tie_word_embeddings ? w_.embed.w : w_.lm_head.w;
+  std::vector<float> logits(static_cast<size_t>(B * config_.vocab_size));
+  ctx.run_linear(w_.lm_head.name, head, -1, h.data(), B, logits.data());
+  if (config_.final_logit_softcapping > 0.0) {
+    const float cap = static_cast<float>(config_.final_logit_softcapping);
+    for (float& v : logits) v = cap * std::tanh(v / cap);
+  }
+  return logits;
+}
+
 }  // namespace
+
+std::vector<float> Model::forward_batch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
+                                        const ForwardHooks* hooks) {
+  if (tokens.size() != caches.size())
+    throw Error(ErrorKind::kUsage, "", "forward_batch", "one token per cache is needed");
+  std::vector<float> out;
+  for (size_t b = 0; b < tokens.size(); ++b) {
+    const std::vector<float> row = forward(tokens.subspan(b, 1), *caches[b], true, hooks);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
 
 std::unique_ptr<Model> Model::load(const std::filesystem::path& model_dir, const LoadOptions& options,
                                    const WeightSource* weights) {

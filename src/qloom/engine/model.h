@@ -77,6 +77,16 @@ class Model {
   virtual std::vector<float> forward(std::span<const int32_t> tokens, KvCache& cache,
                                      bool last_only = false, const ForwardHooks* hooks = nullptr) = 0;
 
+  // Batched decode: appends tokens[b] to the sequence in caches[b] for every
+  // b (distinct caches) in one pass and returns the next-token logits
+  // [B, vocab]. Row b is bit for bit forward({tokens[b]}, *caches[b], true)
+  // when the hooks treat rows independently (no dynamic per-tensor
+  // activation scale) and B < 128 (the GEMV kernels give a row the same
+  // result whatever the row count). Throws as forward() does, before any
+  // cache changes. This default runs the sequences one after the other.
+  virtual std::vector<float> forward_batch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
+                                           const ForwardHooks* hooks = nullptr);
+
   // Bytes of weights held.
   virtual size_t weight_bytes() const = 0;
 };

@@ -118,6 +118,8 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
       ++quantized;
     }
     ModuleSim sim;
+    for (const auto* act : {&spec->input, &spec->output})
+      if (*act && (*act)->is_dynamic && (*act)->qscheme == quant::QScheme::kPerTensor) rt.rows_independent = false;
     if (spec->input) {
       sim.input = ActivationSim{*spec->input, static_qparams(module, ActivationRole::kInput, *spec->input, lookup, file)};
       ++act_sim;

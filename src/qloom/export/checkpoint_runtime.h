@@ -17,6 +17,11 @@ struct CheckpointRuntime {
   std::unique_ptr<engine::WeightSource> weights;
   engine::ForwardHooks hooks;  // empty functions when nothing is simulated
   std::string description;     // e.g. "bf16", "quark int4_wo_128 (weights dequantized)"
+  // False when a simulated activation / output quantization takes its scale
+  // over all rows of a call (dynamic per_tensor): a token's result then
+  // depends on the other rows of the pass, so several sequences must not
+  // share one (Model::forward_batch).
+  bool rows_independent = true;
 };
 
 // `dir` must outlive the result. Throws qloom::Error (kUnsupported for a

@@ -106,6 +106,7 @@ struct Scheduler::Active {
   Sampler sampler;
   std::unique_ptr<engine::KvCache> cache;
   std::vector<float> logits;  // the next token's row
+  int32_t pending = -1;       // sampled, to run through the model in this round's decode pass
   std::vector<int32_t> text_ids;
   SeqResult result;
   std::string text;
@@ -224,9 +225,36 @@ bool Scheduler::step(Active& a) {
     return false;
   }
   emit(a, false);
-  const int32_t one[1] = {next};
-  a.logits = model_.forward(one, *a.cache, true, hooks_);
+  a.pending = next;
   return true;
+}
+
+// Runs every sequence's pending token: one forward_batch pass for all of them
+// (in chunks below the GEMM row threshold, where a row's result does not
+// depend on the batch), or one forward each when batching is off.
+void Scheduler::decode_round(const std::vector<Active*>& ready) {
+  constexpr size_t kMaxBatch = 64;
+  for (size_t start = 0; start < ready.size(); start += kMaxBatch) {
+    const size_t end = std::min(ready.size(), start + kMaxBatch);
+    if (!opt_.batch_decode || end - start == 1) {
+      for (size_t i = start; i < end; ++i) {
+        const int32_t one[1] = {ready[i]->pending};
+        ready[i]->logits = model_.forward(one, *ready[i]->cache, true, hooks_);
+      }
+      continue;
+    }
+    std::vector<int32_t> tokens;
+    std::vector<engine::KvCache*> caches;
+    for (size_t i = start; i < end; ++i) {
+      tokens.push_back(ready[i]->pending);
+      caches.push_back(ready[i]->cache.get());
+    }
+    const std::vector<float> rows = model_.forward_batch(tokens, caches, hooks_);
+    const auto vocab = size_t(model_.config().vocab_size);
+    for (size_t i = start; i < end; ++i)
+      ready[i]->logits.assign(rows.begin() + std::ptrdiff_t((i - start) * vocab),
+                              rows.begin() + std::ptrdiff_t((i - start + 1) * vocab));
+  }
 }
 
 void Scheduler::admit(std::vector<std::shared_ptr<Job>>& incoming) {
@@ -258,13 +286,22 @@ void Scheduler::loop() {
     }
     for (auto& job : incoming) live_[job.get()] = job->specs().size();
     admit(incoming);
+    std::vector<Active*> ready;
     for (auto& a : active_) {
       if (a->finished || a->job->cancelled() || a->job->done()) continue;
       try {
-        if (!step(*a)) emit(*a, true);
+        if (step(*a))
+          ready.push_back(a.get());
+        else
+          emit(*a, true);
       } catch (const std::exception& e) {
         a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
       }
+    }
+    try {
+      decode_round(ready);
+    } catch (const std::exception& e) {
+      for (Active* a : ready) a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
     }
     auto gone = [](const std::unique_ptr<Active>& a) {
       return a->finished || a->job->cancelled() || a->job->error().has_value();

@@ -106,6 +106,11 @@ class Job {
 struct SchedulerOptions {
   size_t max_concurrency = 8;          // admitted requests at once; more: 429
   std::vector<int32_t> eos_ids;        // tokenizer EOS + config eos_token_id
+  // Decode all active sequences' next tokens in one Model::forward_batch
+  // pass (each sequence gets the same logits it would alone: see there);
+  // off for a runtime whose hooks mix rows (CheckpointRuntime::
+  // rows_independent), which then decodes one sequence at a time.
+  bool batch_decode = true;
 };
 
 class Scheduler {
@@ -127,6 +132,7 @@ class Scheduler {
   void admit(std::vector<std::shared_ptr<Job>>& incoming);
   bool prefill(Active& a);
   bool step(Active& a);
+  void decode_round(const std::vector<Active*>& ready);
   void emit(Active& a, bool final);
   TokenLogprob logprob_of(const float* row, int32_t id, int k) const;
   void release(Active& a);  // once per sequence: its job's slot frees with the last one

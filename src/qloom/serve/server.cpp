@@ -117,6 +117,7 @@ Server::Impl::Impl(const fs::path& dir, ServerOptions o)
   SchedulerOptions so;
   so.max_concurrency = std::max<size_t>(opt.max_concurrency, 1);
   so.eos_ids = eos_ids(tok, cfg);
+  so.batch_decode = lm.runtime.rows_independent;
   sched = std::make_unique<Scheduler>(*lm.model, &lm.runtime.hooks, tok, so);
   routes();
 }
