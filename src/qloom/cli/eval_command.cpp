@@ -2,7 +2,9 @@
 //            winogrande|mmlu --dataset PATH|wikitext2|gsm8k|hellaswag [--num_fewshot N
 //            --fewshot_dataset FILE]
 //            [--seq_len N] [--protocol quark|llamacpp] [--limit N] [--time_budget S]
-//            [--max_gen_toks N] [--json out.json] [--threads N]
+//            [--max_gen_toks N] [--json out.json] [--log_samples out.jsonl] [--threads N]
+//            [--server URL [--api_key KEY] [--model NAME] [--concurrency N] [--max_retries N]]
+//            [--source_server URL]
 #include <unistd.h>
 
 #include <iostream>
