@@ -269,5 +269,24 @@ TEST(Jinja, NamespaceIsSharedAcrossScopesAndMacrosSeeTopLevel) {
             "12|[3]|{'z': 4}");
 }
 
+// A template from a model directory is untrusted input: endless macro
+// recursion and absurd nesting are errors, not a stack overflow.
+TEST(Jinja, RecursionAndNestingAreBounded) {
+  const Error loop = test::catch_error([] { render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); });
+  EXPECT_EQ(loop.kind(), ErrorKind::kInvalidInput) << loop.what();
+  EXPECT_NE(std::string(loop.what()).find("nested more than 100"), std::string::npos) << loop.what();
+  EXPECT_EQ(render("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{{ n }}{% endmacro %}{{ f(50) }}").size(),
+            92u);  // 50 levels are fine: "0" .. "50", 10 + 41 * 2 characters
+  for (const std::string deep : {std::string(5000, '(') + "1" + std::string(5000, ')'), std::string(5000, '-') + "1",
+                                 [] { std::string s; for (int i = 0; i < 5000; ++i) s += "not "; return s + "x"; }()}) {
+    const Error e = test::catch_error([&] { Template::parse("{{ " + deep + " }}", "deep.jinja"); });
+    EXPECT_NE(std::string(e.what()).find("nested more than 256"), std::string::npos) << e.what();
+  }
+  std::string blocks;
+  for (int i = 0; i < 300; ++i) blocks += "{% if true %}";
+  for (int i = 0; i < 300; ++i) blocks += "{% endif %}";
+  EXPECT_THROW(Template::parse(blocks, "blocks.jinja"), Error);
+}
+
 }  // namespace
 }  // namespace qloom::engine::jinja

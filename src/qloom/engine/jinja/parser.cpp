@@ -92,10 +92,22 @@ class Parser {
   const Source& src_;
   std::vector<Token> toks_;
   size_t i_ = 0;
+  int depth_ = 0;  // nested blocks + expressions being parsed (kMaxDepth)
+  // Counts one level of nesting for its lifetime; past kMaxDepth the template
+  // is refused rather than parsed (and later evaluated) by ever deeper recursion.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth) p.fail("blocks or expressions nested more than " + std::to_string(kMaxDepth) + " deep");
+    }
+    ~Nest() { --p.depth_; }
+  };
+  static constexpr int kMaxDepth = 256;
 };
 
 Body Parser::parse_body(std::initializer_list<const char*> ends, const std::string& open_tag,
                         size_t open_pos, std::string* which) {
+  const Nest nest(*this);
   Body body;
   for (;;) {
     const Token& t = cur();
@@ -278,6 +290,7 @@ NodePtr Parser::parse_wrapped(Node::Kind kind, size_t pos, const char* tag, cons
 // ---- expressions ----
 
 ExprPtr Parser::parse_expression(bool with_cond) {
+  const Nest nest(*this);
   ExprPtr e = parse_or();
   if (!with_cond || !is_name("if")) return e;
   auto c = make(Expr::Kind::kCond, cur().pos);
@@ -319,6 +332,7 @@ ExprPtr Parser::parse_and() {
 
 ExprPtr Parser::parse_not() {
   if (!is_name("not")) return parse_compare();
+  const Nest nest(*this);
   auto n = make(Expr::Kind::kNot, cur().pos);
   ++i_;
   n->kids.push_back(parse_not());
@@ -372,6 +386,7 @@ ExprPtr Parser::parse_binary(int level) {
 }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
+  const Nest nest(*this);
   ExprPtr e;
   if (is_op("-") || is_op("+")) {
     e = make(Expr::Kind::kUnary, cur().pos);

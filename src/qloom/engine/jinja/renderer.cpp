@@ -169,6 +169,14 @@ void Renderer::exec_call_block(const Node& n, std::string& out) {
 }
 
 Value Renderer::call_macro(const Node& n, const CallArgs& a, const Value& caller) {
+  constexpr int kMaxMacroDepth = 100;
+  if (macro_depth_ >= kMaxMacroDepth)
+    eval_fail("macro calls nested more than " + std::to_string(kMaxMacroDepth) + " deep (a macro that calls itself without end?)");
+  ++macro_depth_;
+  struct Unwind {
+    int& d;
+    ~Unwind() { --d; }
+  } unwind{macro_depth_};
   std::vector<Dict> saved(scopes_.begin() + 2, scopes_.end());
   scopes_.resize(2);
   scopes_.emplace_back();

@@ -42,6 +42,7 @@ class Renderer {
   const Source& src_;
   std::vector<Dict> scopes_;
   Value pending_caller_;
+  int macro_depth_ = 0;  // macro calls in progress (kMaxMacroDepth)
 };
 
 // Python's binary operators on values: + - * / // % ** ~.
