@@ -41,6 +41,10 @@ class ModelImpl final : public Model {
                                    const ForwardHooks* hooks) override;
 
  private:
+  // Final norm, lm_head and softcapping of `rows` rows of the residual stream x
+  // (h: scratch of rows * hidden floats).
+  std::vector<float> head_logits(ForwardContext& ctx, const float* x, int64_t rows, float* h);
+
   ModelConfig config_;
   ModelWeights w_;
   ThreadPool pool_;
@@ -67,7 +71,6 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
   if (T == 0) return {};
 
   const int64_t D = config_.hidden_size;
-  const float eps = static_cast<float>(config_.rms_norm_eps);
   ForwardContext ctx{pool_, hooks};
   std::vector<float> x(static_cast<size_t>(T * D)), h(static_cast<size_t>(T * D)),
       y(static_cast<size_t>(T * D));
@@ -81,11 +84,15 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
   cache->set_size(pos0 + T);
 
   const int64_t rows = last_only ? 1 : T;
-  const float* last = x.data() + (T - rows) * D;
-  rms_norm(last, h.data(), rows, D, w_.final_norm.data(), eps, &pool_);
+  return head_logits(ctx, x.data() + (T - rows) * D, rows, h.data());
+}
+
+std::vector<float> ModelImpl::head_logits(ForwardContext& ctx, const float* x, int64_t rows, float* h) {
+  const int64_t D = config_.hidden_size;
+  rms_norm(x, h, rows, D, w_.final_norm.data(), static_cast<float>(config_.rms_norm_eps), &pool_);
   const LinearWeight& head = config_.tie_word_embeddings ? w_.embed.w : w_.lm_head.w;
   std::vector<float> logits(static_cast<size_t>(rows * config_.vocab_size));
-  ctx.run_linear(w_.lm_head.name, head, -1, h.data(), rows, logits.data());
+  ctx.run_linear(w_.lm_head.name, head, -1, h, rows, logits.data());
   if (config_.final_logit_softcapping > 0.0) {
     const float cap = static_cast<float>(config_.final_logit_softcapping);
     for (float& v : logits) v = cap * std::tanh(v / cap);
@@ -132,15 +139,7 @@ std::vector<float> ModelImpl::forward_batch(std::span<const int32_t> tokens, std
                            y.data(), B, rows.data());
   }
   for (KvCacheImpl* c : caches) c->set_size(c->size() + 1);
-  rms_norm(x.data(), h.data(), B, D, w_.final_norm.data(), static_cast<float>(config_.rms_norm_eps), &pool_);
-  const LinearWeight& head = config_.tie_word_embeddings ? w_.embed.w : w_.lm_head.w;
-  std::vector<float> logits(static_cast<size_t>(B * config_.vocab_size));
-  ctx.run_linear(w_.lm_head.name, head, -1, h.data(), B, logits.data());
-  if (config_.final_logit_softcapping > 0.0) {
-    const float cap = static_cast<float>(config_.final_logit_softcapping);
-    for (float& v : logits) v = cap * std::tanh(v / cap);
-  }
-  return logits;
+  return head_logits(ctx, x.data(), B, h.data());
 }
 
 }  // namespace
