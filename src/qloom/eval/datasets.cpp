@@ -1,5 +1,7 @@
 #include "qloom/eval/datasets.h"
 
+#include <algorithm>
+
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -101,9 +103,8 @@ TextDataset load_text_dataset(const std::string& spec) {
   return ds;
 }
 
-std::vector<Gsm8kDoc> load_gsm8k_jsonl(const fs::path& path) {
-  const std::string text = read_text_file(path);
-  std::vector<Gsm8kDoc> docs;
+void for_each_json_line(const std::string& text, const std::string& file,
+                        const std::function<void(const nlohmann::json& row, int64_t line)>& on_row) {
   size_t pos = 0;
   int64_t line_no = 0;
   while (pos < text.size()) {
@@ -112,22 +113,26 @@ std::vector<Gsm8kDoc> load_gsm8k_jsonl(const fs::path& path) {
     const std::string_view line(text.data() + pos, end - pos);
     pos = end + 1;
     ++line_no;
-    bool blank = true;
-    for (char c : line)
-      if (!is_ascii_space(c)) blank = false;
-    if (blank) continue;
-    const std::string where = "line " + std::to_string(line_no);
+    if (std::all_of(line.begin(), line.end(), is_ascii_space)) continue;
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      throw_invalid(path.string(), where, std::string("not a JSON object: ") + e.what());
+      throw_invalid(file, "line " + std::to_string(line_no), std::string("not a JSON object: ") + e.what());
     }
-    if (!j.is_object() || !j.contains("question") || !j.contains("answer") ||
-        !j["question"].is_string() || !j["answer"].is_string())
-      throw_invalid(path.string(), where, "expected an object with string keys question and answer");
-    docs.push_back({j["question"].get<std::string>(), j["answer"].get<std::string>()});
+    on_row(j, line_no);
   }
+}
+
+std::vector<Gsm8kDoc> load_gsm8k_jsonl(const fs::path& path) {
+  std::vector<Gsm8kDoc> docs;
+  for_each_json_line(read_text_file(path), path.string(), [&](const nlohmann::json& j, int64_t line) {
+    if (!j.is_object() || !j.contains("question") || !j.contains("answer") || !j["question"].is_string() ||
+        !j["answer"].is_string())
+      throw_invalid(path.string(), "line " + std::to_string(line),
+                    "expected an object with string keys question and answer");
+    docs.push_back({j["question"].get<std::string>(), j["answer"].get<std::string>()});
+  });
   if (docs.empty()) throw_invalid(path.string(), "", "no questions in the file");
   return docs;
 }

@@ -18,10 +18,14 @@
 // replaces the test questions (the few-shot pool stays the bundled train).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "qloom/io/text_file.h"
 
@@ -58,6 +62,13 @@ struct Gsm8kDoc {
   std::string question;
   std::string answer;  // full solution text ending "#### <number>"
 };
+
+// Calls `on_row(value, line_number)` for each line of `text` (a JSON-lines
+// file read from `file`) in order, skipping lines of ASCII whitespace only;
+// line numbers count from 1. Throws kInvalidInput naming the file and line
+// for a line that is not JSON.
+void for_each_json_line(const std::string& text, const std::string& file,
+                        const std::function<void(const nlohmann::json& row, int64_t line)>& on_row);
 
 // One JSON object per line with string keys "question" and "answer" (blank
 // lines skipped). Throws kInvalidInput naming the file and line.

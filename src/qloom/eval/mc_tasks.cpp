@@ -9,6 +9,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/engine/unicode.h"
+#include "qloom/eval/datasets.h"
 #include "qloom/eval/py_random.h"
 #include "qloom/eval/py_str.h"
 #include "qloom/io/text_file.h"
@@ -20,16 +21,16 @@ using nlohmann::json;
 
 const std::vector<McTaskInfo>& tasks() {
   static const std::vector<McTaskInfo> t = {
-      {"hellaswag", true, FewshotSampler::kRandom, false,
+      {"hellaswag", true, FewshotSampler::kRandom,
        "llama.cpp's hellaswag text file, or HF jsonl {activity_label, ctx_a, ctx_b, endings, label}"},
-      {"arc_easy", true, FewshotSampler::kRandom, false,
+      {"arc_easy", true, FewshotSampler::kRandom,
        "HF jsonl {question, choices: {text, label}, answerKey} or ARC-V1 jsonl"},
-      {"arc_challenge", true, FewshotSampler::kRandom, false,
+      {"arc_challenge", true, FewshotSampler::kRandom,
        "HF jsonl {question, choices: {text, label}, answerKey} or ARC-V1 jsonl"},
-      {"piqa", true, FewshotSampler::kRandom, false, "HF jsonl {goal, sol1, sol2, label}"},
-      {"winogrande", false, FewshotSampler::kRandom, true,
+      {"piqa", true, FewshotSampler::kRandom, "HF jsonl {goal, sol1, sol2, label}"},
+      {"winogrande", false, FewshotSampler::kRandom,
        "HF jsonl {sentence (one '_'), option1, option2, answer '1'|'2'}"},
-      {"mmlu", false, FewshotSampler::kFirstN, false,
+      {"mmlu", false, FewshotSampler::kFirstN,
        "HF jsonl {question, subject, choices: [4], answer: 0-3 or A-D}"},
   };
   return t;
@@ -195,19 +196,11 @@ std::vector<std::string_view> split_lines(const std::string& text) {
 
 std::vector<McExample> read_jsonl(const McTaskInfo& t, const std::string& text, const std::string& file) {
   std::vector<McExample> docs;
-  const std::vector<std::string_view> lines = split_lines(text);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (py_strip(lines[i]).empty()) continue;
-    json j;
-    try {
-      j = json::parse(lines[i]);
-    } catch (const json::exception& e) {
-      bad_doc(file, int64_t(i + 1), std::string("not a JSON object: ") + e.what());
-    }
-    McExample e = json_doc(t, j, file, int64_t(i + 1));
-    check_gold(e, file, int64_t(i + 1));
+  for_each_json_line(text, file, [&](const json& j, int64_t line) {
+    McExample e = json_doc(t, j, file, line);
+    check_gold(e, file, line);
     docs.push_back(std::move(e));
-  }
+  });
   return docs;
 }
 

@@ -55,7 +55,6 @@ struct McTaskInfo {
   std::string name;
   bool acc_norm = true;      // lm-eval reports acc_norm for the task
   FewshotSampler sampler = FewshotSampler::kRandom;
-  bool multiple_input = false;
   std::string formats;       // the file layouts it reads, for messages
 };
 
