@@ -16,6 +16,17 @@ using nlohmann::json;
 
 bool retryable(const io::HttpResult& r) { return !r.transport_ok || r.status == 429 || r.status >= 500; }
 
+// `request()` until it succeeds or fails for good, at most max_retries more
+// times, waiting 0.5 s, 1 s, 2 s ... in between.
+template <class Request>
+io::HttpResult with_retries(int max_retries, const Request& request) {
+  for (int attempt = 0;; ++attempt) {
+    io::HttpResult r = request();
+    if (!retryable(r) || attempt >= max_retries) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+  }
+}
+
 // The server's own words: OpenAI's {"error": {"message"}}, else the body's start.
 std::string server_message(const std::string& body) {
   const json j = json::parse(body, nullptr, false);
@@ -82,12 +93,7 @@ std::string OpenAiClient::base() const {
 ServerInfo OpenAiClient::probe() {
   const std::string url = base() + "/v1/models";
   io::HttpClient http(o_.api_key, io::HttpClient::host_of(url));
-  io::HttpResult r;
-  for (int attempt = 0;; ++attempt) {
-    r = http.get_text(url, 1u << 20);
-    if (!retryable(r) || attempt >= o_.max_retries) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
-  }
+  const io::HttpResult r = with_retries(o_.max_retries, [&] { return http.get_text(url, 1u << 20); });
   if (!r.transport_ok)
     throw_not_found(url, "--server", "the server does not answer: " + r.error,
                     "start it first (qloom serve MODEL, vllm serve MODEL) and check the URL");
@@ -111,16 +117,9 @@ ServerInfo OpenAiClient::probe() {
 }
 
 std::string OpenAiClient::post(const std::string& path, const std::string& body) {
-  io::HttpClient http("", "");
-  std::vector<std::string> headers;
-  if (!o_.api_key.empty()) headers.push_back("Authorization: Bearer " + o_.api_key);
   const std::string url = base() + path;
-  io::HttpResult r;
-  for (int attempt = 0;; ++attempt) {
-    r = http.post_json(url, body, o_.timeout_s, headers);
-    if (!retryable(r) || attempt >= o_.max_retries) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
-  }
+  io::HttpClient http(o_.api_key, io::HttpClient::host_of(url));
+  const io::HttpResult r = with_retries(o_.max_retries, [&] { return http.post_json(url, body, o_.timeout_s); });
   if (!r.transport_ok)
     throw_not_found(url, "--server", "the server did not answer after " + std::to_string(o_.max_retries + 1) +
                                          " tries: " + r.error,

@@ -44,7 +44,6 @@ struct Exchange {
   bool pass_body = false;  // this response's body goes to the sink
   const std::string* post_body = nullptr;          // POST when set
   long timeout_s = 0;                              // POST: whole-exchange limit
-  const std::vector<std::string>* extra_headers = nullptr;
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -140,8 +139,6 @@ struct HttpClient::Impl {
     }
     curl_slist* hdrs = curl_slist_append(nullptr, "Accept-Encoding: identity");
     if (x.post_body) hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    if (x.extra_headers)
-      for (const std::string& h : *x.extra_headers) hdrs = curl_slist_append(hdrs, h.c_str());
     if (!token.empty() && HttpClient::host_of(url) == token_host) {
       std::string auth = "Authorization: Bearer ";
       auth += token;
@@ -206,12 +203,11 @@ HttpResult HttpClient::get_text(const std::string& url, size_t max_bytes) {
 }
 
 HttpResult HttpClient::post_json(const std::string& url, const std::string& body, long timeout_s,
-                                 const std::vector<std::string>& headers, size_t max_bytes) {
+                                 size_t max_bytes) {
   Exchange x;
   x.text_limit = max_bytes;
   x.post_body = &body;
   x.timeout_s = timeout_s;
-  x.extra_headers = &headers;
   return impl_->perform(url, false, false, 0, x);
 }
 

@@ -9,7 +9,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace qloom::io {
 
@@ -51,9 +50,9 @@ class HttpClient {
 
   // POST `body` as application/json to `url` (no redirects followed) and keep
   // the response body (at most max_bytes); the whole exchange is cut after
-  // timeout_s seconds. Extra request headers are "Name: value" lines.
+  // timeout_s seconds.
   HttpResult post_json(const std::string& url, const std::string& body, long timeout_s,
-                       const std::vector<std::string>& headers = {}, size_t max_bytes = 256u << 20);
+                       size_t max_bytes = 256u << 20);
 
   // GET `url` into `sink`, following redirects, from byte `offset` (a Range
   // request when offset > 0). `start` sees the status first (a 200 to a
