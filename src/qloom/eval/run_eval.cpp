@@ -238,30 +238,32 @@ MetricValue paired_difference(const std::vector<uint8_t>& a, const std::vector<u
   return m;
 }
 
+// Scores docs[0..count) with the model in `dir`, or through `server` when
+// one is given (then `dir` only named the tokenizer, already loaded).
 McResult score_mc_model(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const std::string& dir,
                         const engine::Tokenizer& tok, const std::vector<McExample>& docs,
                         const std::vector<std::vector<const McExample*>>& fewshot, int64_t count,
                         const std::string& server = {}) {
+  std::unique_ptr<OpenAiClient> client;
+  LoadedModel model;
+  OptionScorer scorer;
+  unsigned parallel = 1;
   if (!server.empty()) {
-    OpenAiClient client(server_options(o, server));
-    const ServerInfo info = client.probe();
+    client = std::make_unique<OpenAiClient>(server_options(o, server));
+    const ServerInfo info = client->probe();
     if (server == o.server) note_server(o, r, info, server);
-    Progress progress(o.log, o.log_is_tty, r.task, "documents", count);
-    UnitTracker track{o, r, progress, "document", count, 0, count};
-    enter(o, EvalStage::kScore);
-    McResult res = run_multiple_choice(server_scorer(client), tok, task, docs, fewshot, size_t(count),
-                                       std::ref(track), o.concurrency);
-    progress.finish();
-    return res;
+    scorer = server_scorer(*client);
+    parallel = o.concurrency;
+  } else {
+    engine::LoadOptions lo;
+    lo.threads = o.threads;
+    model = load_for_eval(dir, lo);
+    scorer = engine_scorer(*model.model, &model.runtime.hooks, mc_max_length(*model.model));
   }
-  engine::LoadOptions lo;
-  lo.threads = o.threads;
-  LoadedModel model = load_for_eval(dir, lo);
   Progress progress(o.log, o.log_is_tty, r.task, "documents", count);
   UnitTracker track{o, r, progress, "document", count, 0, count};
   enter(o, EvalStage::kScore);
-  McResult res = run_multiple_choice(*model.model, &model.runtime.hooks, tok, task, docs, fewshot, size_t(count),
-                                     mc_max_length(*model.model), std::ref(track));
+  McResult res = run_multiple_choice(scorer, tok, task, docs, fewshot, size_t(count), std::ref(track), parallel);
   progress.finish();
   return res;
 }
