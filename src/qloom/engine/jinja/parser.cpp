@@ -76,6 +76,7 @@ class Parser {
   NodePtr parse_wrapped(Node::Kind kind, size_t pos, const char* tag, const char* end_tag);
 
   ExprPtr parse_expression(bool with_cond = true);
+  ExprPtr parse_keyword_chain(const char* keyword, Expr::Kind kind, ExprPtr (Parser::*operand)());
   ExprPtr parse_or();
   ExprPtr parse_and();
   ExprPtr parse_not();
@@ -306,29 +307,22 @@ ExprPtr Parser::parse_expression(bool with_cond) {
   return c;
 }
 
-ExprPtr Parser::parse_or() {
-  ExprPtr e = parse_and();
-  while (is_name("or")) {
-    auto o = make(Expr::Kind::kOr, cur().pos);
+// operand (keyword operand)*, left-associative: the `or` and `and` levels.
+ExprPtr Parser::parse_keyword_chain(const char* keyword, Expr::Kind kind, ExprPtr (Parser::*operand)()) {
+  ExprPtr e = (this->*operand)();
+  while (is_name(keyword)) {
+    auto n = make(kind, cur().pos);
     ++i_;
-    o->kids.push_back(std::move(e));
-    o->kids.push_back(parse_and());
-    e = std::move(o);
+    n->kids.push_back(std::move(e));
+    n->kids.push_back((this->*operand)());
+    e = std::move(n);
   }
   return e;
 }
 
-ExprPtr Parser::parse_and() {
-  ExprPtr e = parse_not();
-  while (is_name("and")) {
-    auto a = make(Expr::Kind::kAnd, cur().pos);
-    ++i_;
-    a->kids.push_back(std::move(e));
-    a->kids.push_back(parse_not());
-    e = std::move(a);
-  }
-  return e;
-}
+ExprPtr Parser::parse_or() { return parse_keyword_chain("or", Expr::Kind::kOr, &Parser::parse_and); }
+
+ExprPtr Parser::parse_and() { return parse_keyword_chain("and", Expr::Kind::kAnd, &Parser::parse_not); }
 
 ExprPtr Parser::parse_not() {
   if (!is_name("not")) return parse_compare();
