@@ -100,6 +100,7 @@ nlohmann::ordered_json build_assessment(const AssessmentInput& in) {
   a["user_prompt"] = in.prompt;
   a["workspace"] = fs::absolute(ws.dir()).lexically_normal().string();
   a["interactive"] = interactive_name(in.options->interactive);
+  if (in.options->quark_root) a["quark_root"] = in.options->quark_root->string();
   a["verdict"] = in.verdict;
   nlohmann::ordered_json outcome;
   if (in.final.outcome) {

@@ -33,6 +33,10 @@ struct RunOptions {
   Interactive interactive = Interactive::kAuto;
   std::optional<double> acceptable_eval_gap;  // caller threshold (wins over the prompt's)
   int max_requantize_attempts = 1;            // re-quantizations after the first attempt
+  // Seed 000's quark_root (the Quark checkout its backend reads): qloom is its
+  // own backend and never reads or writes it; recorded in the assessment
+  // ("quark_root") when given.
+  std::optional<std::filesystem::path> quark_root;
   unsigned threads = 0;                       // 0: all cores
   double eval_time_budget_s = 300;            // per model and attempt
   // Tier-3 evaluation servers (EvalPhaseOptions): the source's and the

@@ -1,6 +1,7 @@
 #include "qloom/io/data_files.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <system_error>
 
@@ -40,7 +41,20 @@ std::string join(const std::vector<fs::path>& paths) {
   return s;
 }
 
+std::mutex g_base_mutex;
+fs::path g_base;  // set_bundle_base()
+
 }  // namespace
+
+void set_bundle_base(const fs::path& share_qloom_dir) {
+  const std::lock_guard<std::mutex> lock(g_base_mutex);
+  g_base = share_qloom_dir;
+}
+
+fs::path bundle_base() {
+  const std::lock_guard<std::mutex> lock(g_base_mutex);
+  return g_base;
+}
 
 std::vector<fs::path> bundle_roots_for(BundleKind kind, const fs::path& exe, std::string_view env_data_dir,
                                        const fs::path& build_dir, const fs::path& source_dir) {
@@ -58,7 +72,13 @@ std::vector<fs::path> bundle_roots(BundleKind kind) {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) exe.clear();
   const char* env = std::getenv("QLOOM_DATA_DIR");
-  return bundle_roots_for(kind, exe, env != nullptr ? env : "", QLOOM_BUILD_TREE_DIR, QLOOM_SOURCE_TREE_DIR);
+  std::vector<fs::path> roots =
+      bundle_roots_for(kind, exe, env != nullptr ? env : "", QLOOM_BUILD_TREE_DIR, QLOOM_SOURCE_TREE_DIR);
+  if (const fs::path base = bundle_base(); !base.empty()) {
+    const bool env_first = kind == BundleKind::kData && env != nullptr && *env != '\0';
+    roots.insert(roots.begin() + (env_first ? 1 : 0), base / (kind == BundleKind::kData ? "data" : "models"));
+  }
+  return roots;
 }
 
 std::vector<fs::path> bundled_data_candidates(std::string_view relative) {

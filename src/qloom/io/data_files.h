@@ -13,6 +13,10 @@
 // Model roots: the same without the environment variable, with
 // share/qloom/models and <source tree>/models ($QLOOM_DEMO_MODEL overrides
 // the demo model itself: agent/workflow.h).
+// A program that embeds the library where the executable says nothing about
+// the bundle (the Python module: the interpreter is the executable) names its
+// share/qloom directory with set_bundle_base(); it is searched after
+// $QLOOM_DATA_DIR and before the executable's.
 #pragma once
 
 #include <filesystem>
@@ -32,6 +36,11 @@ std::vector<std::filesystem::path> bundle_roots_for(BundleKind kind, const std::
                                                     std::string_view env_data_dir,
                                                     const std::filesystem::path& build_dir,
                                                     const std::filesystem::path& source_dir);
+
+// The share/qloom directory of an embedding program (holding data/ and
+// models/); empty: none (the default). Thread-safe; applies to later lookups.
+void set_bundle_base(const std::filesystem::path& share_qloom_dir);
+std::filesystem::path bundle_base();
 
 // The roots for this process: /proc/self/exe, $QLOOM_DATA_DIR, and the build
 // and source directories compiled in.
