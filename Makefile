@@ -102,9 +102,16 @@ clean:
 # torch, transformers loading qloom's checkpoints) with QLOOM_HEAVY_PYTHON set
 # to a Python that has them, else it reports SKIPPED.
 QLOOM_HEAVY_PYTHON ?=
+# The compressed-tensors export check (llm-compressor's package): QLOOM_CT_PYTHON, default the same Python.
+QLOOM_CT_PYTHON ?= $(QLOOM_HEAVY_PYTHON)
 interop: build
 	cd $(BUILD) && ctest --output-on-failure -L interop
 	@if [ -n "$(QLOOM_HEAVY_PYTHON)" ]; then \
 	  $(QLOOM_HEAVY_PYTHON) tests/interop/quark_load_check.py --qloom ./$(BUILD)/qloom \
 	    --demo-model $(DEMO_MODEL) --engine-logits ./$(BUILD)/tests/interop/engine_logits; \
 	else echo "SKIPPED: heavy Quark load check (set QLOOM_HEAVY_PYTHON=/path/to/python with amd-quark, torch, transformers)"; fi
+	@if [ -n "$(QLOOM_CT_PYTHON)" ]; then \
+	  $(QLOOM_CT_PYTHON) tests/interop/compressed_tensors_check.py --qloom ./$(BUILD)/qloom \
+	    --ct-tool ./$(BUILD)/tests/interop/ct_tool --engine-logits ./$(BUILD)/tests/interop/engine_logits \
+	    --demo-model $(DEMO_MODEL); \
+	else echo "SKIPPED: heavy compressed-tensors check (set QLOOM_CT_PYTHON=/path/to/python with compressed-tensors, torch, transformers)"; fi
