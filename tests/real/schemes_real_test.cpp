@@ -1,6 +1,7 @@
 // Every first-wave scheme on SmolLM2-135M: qloom quantize (RTN weights,
 // calibrated static activation / KV scales where the scheme has them) →
-// qloom validate (all five steps PASS) → qloom eval --task kld against the bf16
+// qloom validate (all six steps PASS; step 6 FAILs per-channel int4 / uint4,
+// which vLLM 0.33 cannot load) → qloom eval --task kld against the bf16
 // source on wikitext-2 (4 windows of 512 tokens).
 //
 // Each scheme's KLD mean and top-1 agreement must sit in a band around what it
@@ -61,11 +62,15 @@ TEST_P(RealScheme, QuantizeValidateKld) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   r = test::run_qloom({"validate", "--source", src, "--quantized", out, "--json", "--threads", "2"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Step 6: vLLM 0.33 has no per-channel W4A16 path (weight.group_size must
+  // be a positive int), so only those two schemes fail it.
+  const bool vllm_refuses = std::string(c.name).find("wo_per_channel") != std::string::npos;
+  EXPECT_EQ(r.exit_code == 0, !vllm_refuses) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(report.is_object()) << r.out;
-  EXPECT_EQ(report["verdict"], "PASS");
-  EXPECT_EQ(report["counts"]["ok"], 5) << "every step, step 5 (numeric) included, must run and pass";
+  EXPECT_EQ(report["verdict"], vllm_refuses ? "FAIL" : "PASS");
+  EXPECT_EQ(report["counts"]["ok"], vllm_refuses ? 5 : 6) << "every step, step 5 (numeric) included, must run and pass";
+  EXPECT_EQ(report["steps"][5]["status"], vllm_refuses ? "FAIL" : "ok") << report["steps"][5]["summary"];
 
   auto kld = test::run_qloom_json({"eval", out, "--source", src, "--task", "kld", "--dataset", "wikitext2",
                                    "--seq_len", "512", "--limit", "4", "--threads", "2"},

@@ -67,4 +67,14 @@ StepResult check_excluded_tensors_md5(const CheckpointPair& pair, const Validate
 // Step 5: runs opts.numeric_step, or reports why it is skipped.
 StepResult run_numeric_step(const CheckpointPair& pair, const ValidateOptions& opts);
 
+// Step 6 (vllm_rules.h): the rules vLLM's Quark loader applies — layer-config
+// lookup order, fused q/k/v and gate/up modules resolving to one scheme, the
+// KV-cache group, no output / bias specs outside it, export.pack_method
+// against the stored int4 words (compared with the source weights when there
+// is a source), and a (weight, input) pair vLLM implements. One line per rule
+// when it passes; FAIL lists each finding with the layer or field and what to
+// change. Skipped when the quantized directory, its Quark
+// quantization_config or its weights cannot be read.
+StepResult check_vllm_loadable(const CheckpointPair& pair, const ValidateOptions& opts);
+
 }  // namespace qloom::validate

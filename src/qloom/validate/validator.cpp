@@ -52,6 +52,7 @@ ValidationReport validate_checkpoint(const std::filesystem::path& source,
   report.steps.push_back(check_config(pair, options));
   report.steps.push_back(check_excluded_tensors_md5(pair, options));
   report.steps.push_back(run_numeric_step(pair, options));
+  report.steps.push_back(check_vllm_loadable(pair, options));
   return report;
 }
 

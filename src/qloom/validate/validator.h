@@ -1,7 +1,7 @@
 // qloom validate: checks that a quantized Quark hf_format checkpoint is a
 // faithful export of its source model. The four checks of Quark's result
 // validator run in its cost order, fuzzy (4) -> auxiliary (1) -> config (3) ->
-// MD5 (2), then qloom's numeric step 5:
+// MD5 (2), then qloom's numeric step 5 and the vLLM step 6:
 //
 //   4  fuzzy tensor names  every tensor-name pattern (indices collapsed to
 //                          `*`) of the source is present with the same count;
@@ -18,6 +18,8 @@
 //                          dtype, shape and raw bytes (all of them are
 //                          checked, nothing is sampled).
 //   5  numeric            supplied by the caller (ValidateOptions::numeric_step).
+//   6  loads in vLLM      a static check of the rules vLLM's Quark loader
+//                          applies (vllm_rules.h, read from vLLM 0.33.0).
 //
 // The exact rules are in checks.h. A step that cannot run says "skipped" and
 // why; a failing step never stops the others.
@@ -68,10 +70,12 @@ inline constexpr const char* kAuxiliaryTitle = "auxiliary files";
 inline constexpr const char* kConfigTitle = "config.json";
 inline constexpr const char* kMd5Title = "MD5 spot-check";
 inline constexpr const char* kNumericTitle = "numeric checks";
+inline constexpr const char* kVllmTitle = "loads in vLLM";
 
-// Runs steps 4, 1, 3, 2 and 5 and returns the report (source and quantized as
-// given). `source` may be empty: steps 1, 3, 2 and 5 are then skipped and step
-// 4 only lists the quantized patterns. Throws qloom::Error only for bad input:
+// Runs steps 4, 1, 3, 2, 5 and 6 and returns the report (source and quantized
+// as given). `source` may be empty: steps 1, 3, 2 and 5 are then skipped, step
+// 4 only lists the quantized patterns and step 6 checks the quantized side
+// alone (no byte comparison of the int4 packing). Throws qloom::Error only for bad input:
 // a given source that is not a readable model directory, or a quantized path
 // that does not exist or is not a directory. Everything wrong inside the
 // quantized directory is a finding in the report.

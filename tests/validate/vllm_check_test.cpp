@@ -1,0 +1,285 @@
+// Step 6 ("loads in vLLM"): qloom's own exports of the demo model pass it for
+// every scheme vLLM 0.33.0 implements; for each rule, an export edited to
+// break it fails with the layer / field named, and the report says so.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include "qloom/core/error.h"
+#include "qloom/export/quantize_job.h"
+#include "qloom/quant/scheme_registry.h"
+#include "qloom/validate/validator.h"
+#include "qloom/validate/vllm_rules.h"
+#include "support/temp_dir.h"
+
+namespace qloom::validate {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+fs::path export_demo(const fs::path& out, const std::string& scheme, const std::string& kv = "",
+                     const std::vector<std::string>& exclude = {}, const std::string& pack = "reorder") {
+  exporter::QuantizeOptions o;
+  o.model_dir = QLOOM_DEMO_MODEL_DIR;
+  o.output_dir = out;
+  o.quant_scheme = scheme;
+  o.kv_cache_dtype = kv;
+  o.exclude_layers = exclude;
+  o.pack_method = pack;
+  o.exclude_unsupported = true;
+  o.num_calib_data = 8;  // static fp8 / int8 / KV scales: a short calibration
+  o.seq_len = 64;
+  exporter::quantize_model(o);
+  return out;
+}
+
+json read_config(const fs::path& dir) { return json::parse(test::read_file(dir / "config.json")); }
+void write_config(const fs::path& dir, const json& j) {
+  std::ofstream(dir / "config.json", std::ios::binary | std::ios::trunc) << j.dump(2) << "\n";
+}
+// Applies `edit` to the checkpoint's quantization_config.
+template <class F>
+void edit_qc(const fs::path& dir, F edit) {
+  json c = read_config(dir);
+  edit(c["quantization_config"]);
+  write_config(dir, c);
+}
+
+ValidationReport validate(const fs::path& q) { return validate_checkpoint(QLOOM_DEMO_MODEL_DIR, q); }
+
+// A copy: callers pass the temporary report of validate().
+StepResult step6(const ValidationReport& r) {
+  const StepResult* s = r.step(6);
+  if (s == nullptr) throw std::runtime_error("no step 6 in the report");
+  return *s;
+}
+
+// The findings of rule `id` in step 6's data.
+json findings_of(const StepResult& s, const std::string& id) {
+  for (const auto& r : s.data["rules"])
+    if (r["id"] == id) return r["findings"];
+  return json::array();
+}
+bool any_finding(const StepResult& s, const std::string& id, const std::string& where, const std::string& what) {
+  for (const auto& f : findings_of(s, id))
+    if (f["where"].get<std::string>().find(where) != std::string::npos &&
+        f["what"].get<std::string>().find(what) != std::string::npos)
+      return true;
+  return false;
+}
+
+TEST(VllmCheck, QloomExportsOfEverySchemeVllmImplementsPass) {
+  test::TempDir tmp("vllm");
+  size_t passed = 0;
+  for (const std::string& scheme : quant::scheme_names()) {
+    const fs::path q = tmp / scheme;
+    try {
+      export_demo(q, scheme);
+    } catch (const Error& e) {
+      // int4_wo_128: no linear of the 64-wide demo model fits the layout.
+      ASSERT_EQ(e.kind(), ErrorKind::kUnsupported) << scheme << ": " << e.what();
+      continue;
+    }
+    const StepResult& s = step6(validate(q));
+    const bool per_channel_int4 = scheme.find("wo_per_channel") != std::string::npos;
+    if (per_channel_int4) {
+      // vLLM 0.33.0's W4A16 path requires a positive integer group_size.
+      EXPECT_EQ(s.status, StepResult::kFail) << scheme;
+      EXPECT_TRUE(any_finding(s, "scheme_pairs", "global_quant_config", "group_size must be a positive int")) << scheme;
+      continue;
+    }
+    EXPECT_EQ(s.status, StepResult::kOk) << scheme << "\n" << render_markdown(validate(q));
+    EXPECT_EQ(s.details.size(), 6u) << scheme;  // one line per rule
+    ++passed;
+  }
+  EXPECT_GE(passed, 8u);  // int4/uint4 g32/g64, int8, fp8, ptpc_fp8, mxfp4, mxfp4_weight_only
+}
+
+TEST(VllmCheck, Fp8WithFp8KvCachePassesWithOneLinePerRule) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "fp8");
+  const ValidationReport rep = validate(q);
+  const StepResult& s = step6(rep);
+  ASSERT_EQ(s.status, StepResult::kOk) << render_markdown(rep);
+  EXPECT_EQ(s.data["vllm_version"], "0.33.0");
+  const std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("**Step 6 — loads in vLLM**: ok — vLLM 0.33.0's Quark loader accepts this checkpoint (6 rules checked)"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("KV cache: ok — kv_cache_group [\"*k_proj\",\"*v_proj\"] → 2 layer_quant_config entries"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("10 scalar output_scale tensors"), std::string::npos) << md;
+  EXPECT_NE(md.find("global_quant_config → QuarkW8A8Fp8"), std::string::npos) << md;
+  EXPECT_NE(md.find("vLLM ≥ 0.7.0"), std::string::npos) << md;
+  EXPECT_NE(md.find("5 qkv_proj and 5 gate_up_proj groups"), std::string::npos) << md;
+}
+
+TEST(VllmCheck, LookupOrderLayerTypeConfigIsNeverUsedByVllm) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8");
+  edit_qc(q, [](json& qc) { qc["layer_type_quant_config"]["Linear"] = qc["global_quant_config"]; });
+  const StepResult& s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "lookup_order", "layer_type_quant_config['Linear']", "type(module)"));
+}
+
+TEST(VllmCheck, LookupOrderExcludeGlobIsNotExpandedByVllm) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "", {"lm_head", "model.layers.0.*"});
+  ASSERT_EQ(step6(validate(q)).status, StepResult::kOk);  // exclude holds the module names, as Quark writes it
+  edit_qc(q, [](json& qc) { qc["exclude"] = json::array({"lm_head", "model.layers.0.*"}); });
+  const ValidationReport rep = validate(q);
+  const StepResult& s = step6(rep);
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "lookup_order", "model.layers.0.self_attn.o_proj", "'model.layers.0.*' is a glob"));
+  EXPECT_EQ(findings_of(s, "lookup_order").size(), 7u);  // the 7 linears of layer 0
+  const std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("layer-config lookup order: FAIL — model.layers.0.self_attn.q_proj: stored unquantized"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("→ list 'model.layers.0.self_attn.q_proj' (or a 're:' regex) in quantization_config.exclude"),
+            std::string::npos) << md;
+  // The same exclusion as a regex is what vLLM understands.
+  edit_qc(q, [](json& qc) { qc["exclude"] = json::array({"lm_head", "re:model\\.layers\\.0\\."}); });
+  EXPECT_EQ(step6(validate(q)).status, StepResult::kOk) << render_markdown(validate(q));
+}
+
+TEST(VllmCheck, LookupOrderExcludedButStoredQuantized) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "int8");
+  edit_qc(q, [](json& qc) { qc["exclude"].push_back("model.layers.2.mlp.down_proj"); });
+  const StepResult& s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "lookup_order", "model.layers.2.mlp.down_proj", "stores it quantized"));
+}
+
+TEST(VllmCheck, FusedModulesHalfExcludedQkvRaisesInVllm) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "", {"lm_head", "model.layers.1.self_attn.k_proj"});
+  const StepResult& s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "fused_modules", "model.layers.1.self_attn.qkv_proj",
+                          "model.layers.1.self_attn.k_proj excluded"));
+}
+
+TEST(VllmCheck, FusedModulesShardsWithDifferentConfigs) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "ptpc_fp8");
+  edit_qc(q, [](json& qc) {
+    json up = qc["global_quant_config"];
+    up["weight"]["qscheme"] = "per_tensor";
+    qc["layer_quant_config"]["*up_proj"] = up;
+  });
+  const ValidationReport rep = validate(q);
+  const StepResult& s = step6(rep);
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "fused_modules", "model.layers.0.mlp.gate_up_proj",
+                          "weight.qscheme: \"per_channel\" / \"per_tensor\""));
+  EXPECT_NE(render_markdown(rep).find("fused modules: FAIL — model.layers.0.mlp.gate_up_proj: vLLM raises ValueError"),
+            std::string::npos);
+}
+
+TEST(VllmCheck, KvCacheGroupWithoutMatchingEntry) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "fp8");
+  edit_qc(q, [](json& qc) { qc["export"]["kv_cache_group"] = json::array({"*kv_b_proj"}); });
+  const StepResult& s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "kv_cache", "layer_quant_config", "no layer_quant_config key matches"));
+}
+
+TEST(VllmCheck, KvCacheSpecsMustBeEqualAndFp8PerTensor) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "fp8");
+  edit_qc(q, [](json& qc) { qc["layer_quant_config"]["*v_proj"]["output_tensors"]["qscheme"] = "per_channel"; });
+  StepResult s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "kv_cache", "layer_quant_config['*v_proj'].output_tensors",
+                          "output_tensors.qscheme: \"per_tensor\" / \"per_channel\""));
+  edit_qc(q, [](json& qc) {
+    for (const char* k : {"*k_proj", "*v_proj"}) qc["layer_quant_config"][k]["output_tensors"]["dtype"] = "int8";
+    qc["layer_quant_config"]["*v_proj"]["output_tensors"]["qscheme"] = "per_tensor";
+  });
+  s = step6(validate(q));
+  EXPECT_EQ(findings_of(s, "kv_cache").size(), 1u);
+  EXPECT_TRUE(any_finding(s, "kv_cache", "layer_quant_config['*k_proj'].output_tensors", "fp8_e4m3 per_tensor only"));
+}
+
+TEST(VllmCheck, OutputTensorsOutsideTheKvCacheRaiseInVllm) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "fp8");
+  edit_qc(q, [](json& qc) { qc["global_quant_config"]["output_tensors"] = qc["global_quant_config"]["input_tensors"]; });
+  const StepResult& s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  // q_proj resolves to global too, but the k/v entries are cleared by the KV group.
+  EXPECT_TRUE(any_finding(s, "output_and_bias", "and 24 more)", "sets output_tensors"));  // q, o, gate, up, down x 5
+  EXPECT_EQ(findings_of(s, "output_and_bias").size(), 1u);
+}
+
+TEST(VllmCheck, BiasSpecRaisesInVllm) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "int8");
+  edit_qc(q, [](json& qc) { qc["global_quant_config"]["bias"] = qc["global_quant_config"]["weight"]; });
+  const StepResult& s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "output_and_bias", "global_quant_config", "sets bias"));
+}
+
+TEST(VllmCheck, PackMethodMustMatchTheStoredWords) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "int4_wo_32", "", {}, "order");
+  ASSERT_EQ(step6(validate(q)).status, StepResult::kOk);  // declared "order", packed "order"
+  edit_qc(q, [](json& qc) { qc["export"]["pack_method"] = "reorder"; });
+  const ValidationReport rep = validate(q);
+  const StepResult& s = step6(rep);
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "pack_method", ".weight", "its int32 words are packed 'order'"));
+  EXPECT_NE(render_markdown(rep).find("→ set quantization_config.export.pack_method to \"order\" or re-export"),
+            std::string::npos);
+  edit_qc(q, [](json& qc) { qc["export"]["pack_method"] = "interleave"; });
+  EXPECT_TRUE(any_finding(step6(validate(q)), "pack_method", "export.pack_method", "accepts \"order\" or \"reorder\" only"));
+  // Without a source the declared value is still checked; the words are not.
+  edit_qc(q, [](json& qc) { qc["export"]["pack_method"] = "reorder"; });
+  EXPECT_EQ(step6(validate_checkpoint("", q)).status, StepResult::kOk);
+}
+
+TEST(VllmCheck, SchemePairVllmDoesNotImplement) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "int8");
+  edit_qc(q, [](json& qc) { qc["global_quant_config"]["input_tensors"]["dtype"] = "uint8"; });
+  const ValidationReport rep = validate(q);
+  const StepResult& s = step6(rep);
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_TRUE(any_finding(s, "scheme_pairs", "global_quant_config", "No quark compatible scheme was found"));
+  EXPECT_NE(render_markdown(rep).find("**Step 6 — loads in vLLM**: FAIL — vLLM 0.33.0 would refuse or misload this "
+                                      "checkpoint: 1 finding ((weight, input) scheme pairs)"),
+            std::string::npos) << render_markdown(rep);
+}
+
+TEST(VllmCheck, SkippedWithoutAQuarkConfig) {
+  test::TempDir tmp("vllm");
+  const ValidationReport rep = validate_checkpoint(QLOOM_DEMO_MODEL_DIR, QLOOM_DEMO_MODEL_DIR);
+  EXPECT_EQ(step6(rep).status, StepResult::kSkipped);
+  EXPECT_EQ(step6(rep).data["reason"], "no_quark_config");
+}
+
+TEST(VllmSemantics, DeepCompareAndLookupFollowPython) {
+  EXPECT_FALSE(vllm::deep_compare(nlohmann::json(1), nlohmann::json(1.0)));  // int vs float
+  EXPECT_FALSE(vllm::deep_compare(nlohmann::json(true), nlohmann::json(1)));
+  EXPECT_TRUE(vllm::deep_compare(nlohmann::json::parse(R"({"a":[1,{"b":null}]})"),
+                                 nlohmann::json::parse(R"({"a":[1,{"b":null}]})")));
+  const auto qc = nlohmann::json::parse(R"({"layer_quant_config": {"model.layers.10.mlp.down_proj": {"w": 1},
+      "*up_proj": {"w": 2}}, "global_quant_config": {"w": 0}, "exclude": ["lm_head", "re:.*\\.3\\."]})");
+  // A key without '*' matches when the layer name is a substring of it.
+  EXPECT_EQ(vllm::vllm_lookup(qc, "layers.10.mlp.down_proj").source, "layer_quant_config['model.layers.10.mlp.down_proj']");
+  EXPECT_EQ(vllm::quark_lookup(qc, "layers.10.mlp.down_proj").source, "global_quant_config");
+  EXPECT_EQ(vllm::vllm_lookup(qc, "model.layers.1.mlp.up_proj").source, "layer_quant_config['*up_proj']");
+  EXPECT_EQ(vllm::excluded_by(qc, "model.layers.3.mlp.up_proj").value_or(""), "re:.*\\.3\\.");
+  EXPECT_FALSE(vllm::excluded_by(qc, "model.lm_head"));
+}
+
+}  // namespace
+}  // namespace qloom::validate
