@@ -24,6 +24,32 @@ uint64_t u64(const nlohmann::json& j, const char* key, uint64_t fallback) {
   return fallback;
 }
 
+// --model_export as one string ("hf_format", "hf_format, gguf").
+std::string export_formats_text(const std::vector<std::string>& formats) {
+  std::string s;
+  for (const auto& f : formats) s += (s.empty() ? "" : ", ") + f;
+  return s;
+}
+
+// What the output directory will hold (export/model_export.h's layout).
+nlohmann::ordered_json expected_files(const std::vector<std::string>& formats) {
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  bool primary = false;
+  for (const auto& f : formats) {
+    if (f == "gguf") {
+      files.push_back("<model_type>.gguf (llama.cpp)");
+    } else if (!primary) {
+      primary = true;
+      files.push_back("config.json");
+      files.push_back("*.safetensors (+ model.safetensors.index.json when sharded)");
+      files.push_back("tokenizer and other non-weight files of the source, byte-identical");
+    } else {
+      files.push_back(f + "/ (the same model in " + f + ")");
+    }
+  }
+  return files;
+}
+
 nlohmann::ordered_json argv_json(const std::vector<std::string>& argv) {
   nlohmann::ordered_json a = nlohmann::ordered_json::array();
   for (const auto& s : argv) a.push_back(s);
@@ -107,9 +133,8 @@ nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const export
     m["inputs"]["algo_config_files"] = files;
   }
   m["outputs"] = {{"quantized_model_dir", cmd.options.output_dir.string()},
-                  {"format", cmd.options.model_export},
-                  {"expected_files", {"config.json", "*.safetensors (+ model.safetensors.index.json when sharded)",
-                                      "tokenizer and other non-weight files of the source, byte-identical"}}};
+                  {"format", export_formats_text(cmd.options.model_export)},
+                  {"expected_files", expected_files(cmd.options.model_export)}};
   nlohmann::ordered_json cps = nlohmann::ordered_json::array();
   for (const auto& c : checkpoints) cps.push_back({{"id", c.id}, {"reason", c.reason}, {"decision", c.decision}});
   m["checkpoints"] = cps;

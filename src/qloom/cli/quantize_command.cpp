@@ -47,6 +47,10 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
   for (const auto& f : s.algo_config_files)
     std::printf("  %-22s %s from %s (sha256 %s)\n", "algorithm config", f.algo.c_str(), f.path.c_str(),
                 f.sha256.c_str());
+  if (s.exports.size() > 1 || (s.exports.size() == 1 && s.exports[0].format != "hf_format"))
+    for (const auto& e : s.exports)
+      std::printf("  %-22s %s (%s%s)\n", ("export " + e.format).c_str(), e.path.c_str(), format_bytes(e.bytes).c_str(),
+                  e.seconds > 0 ? (", " + format_duration(e.seconds)).c_str() : "");
   std::printf("  %-22s %s\n", "wall time", format_duration(s.seconds).c_str());
   for (const auto& w : s.warnings) std::fprintf(stderr, "qloom: warning: %s\n", w.c_str());
 }
@@ -56,8 +60,8 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
 void register_quantize(CLI::App& app, CommandFn& run) {
   auto cmd = std::make_shared<exporter::QuantizeCommand>();
   CLI::App* sub = app.add_subcommand(
-      "quantize", "Quantize a HuggingFace model and export it as an AMD Quark hf_format checkpoint "
-                  "(accepts quark-cli torch-llm-ptq / quantize_quark.py flags)");
+      "quantize", "Quantize a HuggingFace model and export it as an AMD Quark hf_format checkpoint, "
+                  "compressed-tensors and/or GGUF (accepts quark-cli torch-llm-ptq / quantize_quark.py flags)");
   exporter::add_quantize_flags(*sub, *cmd);
   sub->callback([=, &run] {
     run = [=] {

@@ -67,7 +67,16 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
   sub.add_option(flag_names("device"), o.device, "only cpu")->capture_default_str();
   sub.add_option(flag_names("min_kv_scale"), o.min_kv_scale, "lower bound of KV-cache scales")->capture_default_str();
   sub.add_option(flag_names("pack_method"), o.pack_method, "int4 packing: reorder | order")->capture_default_str();
-  sub.add_option(flag_names("model_export"), o.model_export, "only hf_format")->capture_default_str();
+  sub.add_option(flag_names("model_export"), o.model_export,
+                 "export format(s), repeatable: hf_format (Quark, default), compressed-tensors (llm-compressor / "
+                 "vLLM), gguf (llama.cpp: OUTPUT_DIR/<model_type>.gguf); the first directory format is "
+                 "OUTPUT_DIR, compressed-tensors after hf_format goes to OUTPUT_DIR/compressed-tensors")
+      ->capture_default_str();
+  sub.add_option(flag_names("gguf_float_type"), o.gguf_float_type,
+                 "gguf: type of the tensors qloom did not quantize: f16, bf16, f32, q8_0, q4_k, q6_k")
+      ->capture_default_str();
+  sub.add_option(flag_names("gguf_refit_4bit"), o.gguf_refit_4bit,
+                 "gguf: re-fit 4-bit groups as q4_k or q6_k instead of carrying them as Q4_0 / Q4_1 (none)");
   sub.add_flag(flag_names("skip_evaluation"), o.skip_evaluation, "accepted (qloom quantize never evaluates)");
   sub.add_flag(flag_names("no_trust_remote_code"), cmd.no_trust_remote_code, "accepted (qloom never runs model code)");
   sub.add_flag(flag_names("overwrite"), o.overwrite, "replace an existing output directory");
@@ -112,7 +121,10 @@ std::vector<std::string> quantize_args(const QuantizeCommand& cmd) {
   a.insert(a.end(), {"--device", o.device});
   if (o.min_kv_scale != d.min_kv_scale) a.insert(a.end(), {"--min_kv_scale", num(o.min_kv_scale)});
   if (o.pack_method != d.pack_method) a.insert(a.end(), {"--pack_method", o.pack_method});
-  a.insert(a.end(), {"--model_export", o.model_export});
+  a.push_back("--model_export");
+  a.insert(a.end(), o.model_export.begin(), o.model_export.end());
+  if (o.gguf_float_type != d.gguf_float_type) a.insert(a.end(), {"--gguf_float_type", o.gguf_float_type});
+  if (!o.gguf_refit_4bit.empty()) a.insert(a.end(), {"--gguf_refit_4bit", o.gguf_refit_4bit});
   if (o.skip_evaluation) a.push_back("--skip_evaluation");
   if (cmd.no_trust_remote_code) a.push_back("--no_trust_remote_code");
   if (o.overwrite) a.push_back("--overwrite");

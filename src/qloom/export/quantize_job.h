@@ -1,6 +1,7 @@
 // The quantization job behind `qloom quantize`: open the source model, select
 // layers, quantize them tensor by tensor (RTN), and export a Quark hf_format
-// checkpoint. Options mirror quark-cli torch-llm-ptq / quantize_quark.py so
+// checkpoint (plus compressed-tensors / GGUF: export/model_export.h).
+// Options mirror quark-cli torch-llm-ptq / quantize_quark.py so
 // existing command lines work unchanged.
 #pragma once
 
@@ -57,7 +58,15 @@ struct QuantizeOptions {
   std::string device = "cpu";
   double min_kv_scale = 0.0;
   std::string pack_method = "reorder";
-  std::string model_export = "hf_format";
+  // --model_export (repeatable): hf_format, compressed-tensors, gguf; layout
+  // and atomicity in export/model_export.h.
+  std::vector<std::string> model_export = {"hf_format"};
+  // --model_export gguf only (export/gguf_export.h): the type of tensors
+  // qloom did not quantize (f16, bf16, f32, q8_0, q4_k, q6_k), and "q4_k" /
+  // "q6_k" to re-fit 4-bit groups as K-quants instead of carrying them as
+  // Q4_0 / Q4_1 ("" or "none").
+  std::string gguf_float_type = "f16";
+  std::string gguf_refit_4bit;
   bool skip_evaluation = false;
   bool overwrite = false;
   // Keep layers the scheme's Quark layout cannot hold (e.g. int4 with
@@ -104,6 +113,14 @@ struct QuantizeSummary {
   uint64_t unscaled_groups = 0;   // AWQ / SmoothQuant: groups left unscaled, no calibration token (warned)
   uint64_t calib_activation_bytes = 0;  // layer inputs held (fp32)
   std::vector<double> layer_seconds;    // wall time per decoder layer
+  // One per --model_export format, in the order given.
+  struct ExportedArtifact {
+    std::string format;          // "hf_format", "compressed-tensors", "gguf"
+    std::filesystem::path path;  // final path (a directory, or the .gguf file)
+    uint64_t bytes = 0;          // bytes written for this format
+    double seconds = 0;          // conversion time (hf_format: 0, it is the job itself)
+  };
+  std::vector<ExportedArtifact> exports;
 };
 
 using ProgressFn = std::function<void(const TensorProgress&)>;

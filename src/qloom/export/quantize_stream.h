@@ -1,0 +1,71 @@
+// The writing step of a quantize job (export/quantize_job.h): every planned
+// tensor in plan order, quantized by RTN or taken from the layer-by-layer
+// calibration pipeline (quant/pipeline.h) when an algorithm or static scales
+// need it. Internal to export/.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "qloom/engine/weight_source.h"
+#include "qloom/export/quantize_job.h"
+#include "qloom/export/quark_config.h"
+#include "qloom/export/quark_exporter.h"
+#include "qloom/quant/algorithm_stage.h"
+#include "qloom/quant/pipeline.h"
+
+namespace qloom::exporter {
+
+// Decoder layer of a planned tensor ("model.layers.3.mlp..." -> 3); the
+// embedding sorts before layer 0, everything else after the last layer.
+int64_t layer_key(const PlannedTensor& p);
+
+// Puts a plan in the order the pipeline produces (layer by layer, stable).
+void sort_by_layer(std::vector<PlannedTensor>& plan);
+
+class TensorStream {
+ public:
+  // `ex` has its plan. With `pipelined` the calibration pipeline runs
+  // (`stages` may be empty: static scales only); its results fill `sum` and
+  // `config.algo_config` when it ends.
+  TensorStream(const QuantizeOptions& o, const io::ModelDir& src, QuarkExporter& ex, bool pipelined,
+               std::vector<std::unique_ptr<quant::AlgorithmStage>> stages, QuarkConfigInput& config,
+               QuantizeSummary& sum, const CalibrationProgressFn& calib_progress);
+  ~TensorStream();
+
+  // Writes every planned tensor; progress per tensor.
+  void write_all(const ProgressFn& progress);
+  // Output bytes of the quantized modules (codes + scales + zero points).
+  uint64_t quantized_bytes() const { return quantized_bytes_; }
+
+ private:
+  using ScaleMap = std::map<std::pair<std::string, ActivationRole>, float>;
+  void run_until(int64_t layer);
+  void finish_pipeline();
+  void add_scales(int64_t layer, const std::map<std::string, float>& in_amax,
+                  const std::map<std::string, float>& out_amax);
+  void write_copy(const PlannedTensor& p, TensorProgress& tp);
+  void write_weight(const PlannedTensor& p, TensorProgress& tp);
+  void write_scale(const PlannedTensor& p, TensorProgress& tp);
+
+  const QuantizeOptions& o_;
+  const io::ModelDir& src_;
+  QuarkExporter& ex_;
+  QuarkConfigInput& config_;
+  QuantizeSummary& sum_;
+  DType model_dtype_;
+  PackOrder order_;
+  std::unique_ptr<engine::WeightSource> pipe_source_;
+  std::unique_ptr<quant::CalibrationPipeline> pipe_;
+  std::optional<quant::LayerResult> layer_out_;
+  ScaleMap static_scales_;
+  uint64_t scale_fallbacks_ = 0;
+  uint64_t total_bytes_ = 0, done_bytes_ = 0, quantized_bytes_ = 0;
+  std::vector<float> f32_;
+  std::chrono::steady_clock::time_point t_start_;
+};
+
+}  // namespace qloom::exporter
