@@ -40,7 +40,7 @@ bool is_byte_level(const json& p) { return p.is_object() && str_or(p, "type", ""
 
 // llama.cpp's pre-tokenizer name for a byte-level tokenizer.json pre_tokenizer.
 std::string byte_level_pre(const json& pre, const fs::path& file) {
-  if (is_byte_level(pre) && pre.value("use_regex", true)) return "gpt2";
+  if (is_byte_level(pre) && pre.value("use_regex", true)) return "gpt-2";
   if (pre.is_object() && str_or(pre, "type", "") == "Sequence" && pre.contains("pretokenizers")) {
     const json& s = pre["pretokenizers"];
     if (s.size() == 2 && str_or(s[0], "type", "") == "Digits" && s[0].value("individual_digits", false) &&

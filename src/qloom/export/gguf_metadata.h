@@ -12,7 +12,7 @@
 //     byte-level BPE -> model "gpt2": tokens (holes up to vocab_size filled
 //       with "[PAD<i>]", type 5 unused), token_type (1 normal, 3 control =
 //       special added tokens, 4 user-defined = other added tokens), merges,
-//       pre: the pre-tokenizer named by its split (ByteLevel alone "gpt2",
+//       pre: the pre-tokenizer named by its split (ByteLevel alone "gpt-2",
 //       individual digits + ByteLevel "smollm", llama-3's / qwen2's Split
 //       regex "llama-bpe" / "qwen2"); anything else kUnsupported naming
 //       tokenizer.json's pre_tokenizer;
