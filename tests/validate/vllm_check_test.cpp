@@ -11,6 +11,8 @@
 
 #include "qloom/core/error.h"
 #include "qloom/export/quantize_job.h"
+#include "qloom/io/safetensors_writer.h"
+#include "qloom/io/weight_index.h"
 #include "qloom/quant/scheme_registry.h"
 #include "qloom/validate/validator.h"
 #include "qloom/validate/vllm_rules.h"
@@ -48,6 +50,32 @@ void edit_qc(const fs::path& dir, F edit) {
   json c = read_config(dir);
   edit(c["quantization_config"]);
   write_config(dir, c);
+}
+
+// Rewrites the checkpoint's model.safetensors without `drop`, and with
+// `widen` stored twice (shape [2] instead of a scalar).
+void rewrite_tensors(const fs::path& dir, const std::string& drop, const std::string& widen) {
+  const fs::path tmp_file = dir / "rewritten.tmp";
+  {
+    const io::WeightIndex w = io::WeightIndex::open(dir);
+    std::vector<std::vector<std::byte>> keep;
+    std::vector<std::pair<io::TensorSpec, std::span<const std::byte>>> out;
+    for (const std::string& name : w.tensor_names()) {
+      if (name == drop) continue;
+      const io::TensorView t = w.view(name);
+      io::TensorSpec spec{name, t.dtype(), t.shape()};
+      if (name == widen) {
+        keep.emplace_back(t.data.begin(), t.data.end());
+        keep.back().insert(keep.back().end(), t.data.begin(), t.data.end());
+        spec.shape = {2};
+        out.emplace_back(spec, std::span<const std::byte>(keep.back()));
+        continue;
+      }
+      out.emplace_back(spec, t.data);
+    }
+    io::write_safetensors_file(tmp_file, out);
+  }
+  fs::rename(tmp_file, dir / "model.safetensors");
 }
 
 ValidationReport validate(const fs::path& q) { return validate_checkpoint(QLOOM_DEMO_MODEL_DIR, q); }
@@ -206,6 +234,18 @@ TEST(VllmCheck, KvCacheSpecsMustBeEqualAndFp8PerTensor) {
   s = step6(validate(q));
   EXPECT_EQ(findings_of(s, "kv_cache").size(), 1u);
   EXPECT_TRUE(any_finding(s, "kv_cache", "layer_quant_config['*k_proj'].output_tensors", "fp8_e4m3 per_tensor only"));
+}
+
+TEST(VllmCheck, KvCacheScalesMustBeScalarsAndPresent) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "fp8", "fp8");
+  rewrite_tensors(q, "model.layers.2.self_attn.v_proj.output_scale", "model.layers.1.self_attn.k_proj.output_scale");
+  const StepResult s = step6(validate(q));
+  EXPECT_EQ(s.status, StepResult::kFail);
+  EXPECT_EQ(findings_of(s, "kv_cache").size(), 2u);
+  EXPECT_TRUE(any_finding(s, "kv_cache", "model.layers.2.self_attn.v_proj.output_scale", "default 1.0"));
+  EXPECT_TRUE(any_finding(s, "kv_cache", "model.layers.1.self_attn.k_proj.output_scale",
+                          "shape [2]: vLLM raises ValueError"));
 }
 
 TEST(VllmCheck, OutputTensorsOutsideTheKvCacheRaiseInVllm) {

@@ -141,6 +141,56 @@ RuleResult rule_fused_modules(const CheckpointView& v) {
   return r;
 }
 
+namespace {
+
+// from_config's checks of the kv_cache_group entries' output specs.
+void check_kv_specs(const json& lqc, const std::vector<std::string>& keys, RuleResult& r) {
+  const json& spec = get(lqc[keys.front()], "output_tensors");
+  for (const auto& k : keys) {
+    if (!lqc[k].is_object() || !lqc[k].contains("output_tensors"))
+      r.findings.push_back({"layer_quant_config['" + k + "']", "has no output_tensors key: vLLM raises KeyError",
+                            "write the KV-cache spec as its output_tensors"});
+    else if (!deep_compare(get(lqc[k], "output_tensors"), spec))
+      r.findings.push_back({"layer_quant_config['" + k + "'].output_tensors",
+                            "vLLM raises ValueError: the KV-cache layers' output specs differ (" +
+                                first_difference(spec, get(lqc[k], "output_tensors"), "output_tensors") + ")",
+                            "give every kv_cache_group entry the same output_tensors"});
+  }
+  const std::string where = "layer_quant_config['" + keys.front() + "'].output_tensors";
+  if (spec.is_null())
+    r.findings.push_back({where, "null: vLLM raises ValueError (the kv_cache quantization configuration is empty)",
+                          "write the fp8_e4m3 per_tensor output spec, or empty kv_cache_group"});
+  else if (!(get(spec, "dtype") == "fp8_e4m3") || !(get(spec, "qscheme") == "per_tensor"))
+    r.findings.push_back({where, "dtype " + get(spec, "dtype").dump() + ", qscheme " + get(spec, "qscheme").dump() +
+                                     ": vLLM's QuarkKVCacheMethod raises NotImplementedError (fp8_e4m3 per_tensor only)",
+                          "quantize the KV cache as fp8_e4m3 per_tensor (--kv_cache_dtype fp8)"});
+}
+
+// The KV layers' <m>.output_scale tensors (vLLM's k_scale / v_scale): present
+// and scalar. Returns how many are.
+size_t check_kv_scales(const CheckpointView& v, const json& group, RuleResult& r) {
+  size_t scales = 0;
+  for (const std::string& m : v.linears) {
+    bool kv = false;
+    for (const auto& g : group) kv = kv || (g.is_string() && glob_match(g.get<std::string>(), m));
+    if (!kv || excluded_by(v.qc, m)) continue;
+    const io::TensorInfo* t = v.weights ? v.weights->find(m + ".output_scale") : nullptr;
+    if (t == nullptr)
+      r.findings.push_back({m + ".output_scale", "missing: vLLM keeps the KV scale at its default 1.0 (no calibrated "
+                                                 "scale), which clips or wastes the fp8 range",
+                            "re-export with the KV-cache scales (calibrated)"});
+    else if (t->numel() != 1)
+      r.findings.push_back({m + ".output_scale", "shape " + detail::shape_label(t->shape) +
+                                                     ": vLLM raises ValueError (KVCacheScaleParameter expects a scalar)",
+                            "write one per-tensor scale"});
+    else
+      ++scales;
+  }
+  return scales;
+}
+
+}  // namespace
+
 RuleResult rule_kv_cache(const CheckpointView& v) {
   RuleResult r{"kv_cache", "KV cache", "", {}};
   const json& group = get(get(v.qc, "export"), "kv_cache_group");
@@ -168,45 +218,8 @@ RuleResult rule_kv_cache(const CheckpointView& v) {
                           "add the KV layers' entries (with their output_tensors spec) to layer_quant_config"});
     return r;
   }
-  const json& spec = get(lqc[keys.front()], "output_tensors");
-  for (const auto& k : keys) {
-    if (!lqc[k].is_object() || !lqc[k].contains("output_tensors"))
-      r.findings.push_back({"layer_quant_config['" + k + "']", "has no output_tensors key: vLLM raises KeyError",
-                            "write the KV-cache spec as its output_tensors"});
-    else if (!deep_compare(get(lqc[k], "output_tensors"), spec))
-      r.findings.push_back({"layer_quant_config['" + k + "'].output_tensors",
-                            "vLLM raises ValueError: the KV-cache layers' output specs differ (" +
-                                first_difference(spec, get(lqc[k], "output_tensors"), "output_tensors") + ")",
-                            "give every kv_cache_group entry the same output_tensors"});
-  }
-  if (spec.is_null()) {
-    r.findings.push_back({"layer_quant_config['" + keys.front() + "'].output_tensors",
-                          "null: vLLM raises ValueError (the kv_cache quantization configuration is empty)",
-                          "write the fp8_e4m3 per_tensor output spec, or empty kv_cache_group"});
-  } else if (!(get(spec, "dtype") == "fp8_e4m3") || !(get(spec, "qscheme") == "per_tensor")) {
-    r.findings.push_back({"layer_quant_config['" + keys.front() + "'].output_tensors",
-                          "dtype " + get(spec, "dtype").dump() + ", qscheme " + get(spec, "qscheme").dump() +
-                              ": vLLM's QuarkKVCacheMethod raises NotImplementedError (fp8_e4m3 per_tensor only)",
-                          "quantize the KV cache as fp8_e4m3 per_tensor (--kv_cache_dtype fp8)"});
-  }
-  size_t scales = 0;
-  for (const std::string& m : v.linears) {
-    bool kv = false;
-    for (const auto& g : group) kv = kv || (g.is_string() && glob_match(g.get<std::string>(), m));
-    if (!kv || excluded_by(v.qc, m)) continue;
-    const io::TensorInfo* t = v.weights ? v.weights->find(m + ".output_scale") : nullptr;
-    if (t == nullptr) {
-      r.findings.push_back({m + ".output_scale", "missing: vLLM keeps the KV scale at its default 1.0 (no calibrated "
-                                                 "scale), which clips or wastes the fp8 range",
-                            "re-export with the KV-cache scales (calibrated)"});
-    } else if (t->numel() != 1) {
-      r.findings.push_back({m + ".output_scale", "shape " + detail::shape_label(t->shape) +
-                                                     ": vLLM's KVCacheScaleParameter accepts a scalar only",
-                            "write one per-tensor scale"});
-    } else {
-      ++scales;
-    }
-  }
+  check_kv_specs(lqc, keys, r);
+  const size_t scales = check_kv_scales(v, group, r);
   r.checked = "kv_cache_group " + detail::json_brief(group) + " → " + std::to_string(keys.size()) +
               " layer_quant_config entries with one fp8_e4m3 per_tensor output spec; " + std::to_string(scales) +
               " scalar output_scale tensors (vLLM's k_scale / v_scale); vLLM ≥ 0.7.0";
