@@ -788,9 +788,12 @@ class AttemptRunner {
           throw StopAttempt{"quantized_load_failed", "validation step 5 FAIL: the quantized model does not load: " + t, {}};
         throw StopAttempt{"unclassified_failure", "validation step 5 FAIL: " + t, {}};
       }
+      // Step 6: vLLM's Quark loader would refuse (or misload) the export.
+      if (fail && s.number == 6)
+        throw StopAttempt{"quantized_load_failed", "validation step 6 FAIL: " + one_line(s.summary), {}};
       if (skipped && (s.number == 4 || s.number == 2 || s.number == 3))
         recovered("must_validate_skipped", "step " + std::to_string(s.number) + " skipped: " + one_line(s.summary));
-      if (skipped && (s.number == 1 || s.number == 5)) {
+      if (skipped && (s.number == 1 || s.number == 5 || s.number == 6)) {
         recovered("nice_to_have_skipped", "step " + std::to_string(s.number) + " skipped: " + one_line(s.summary));
         auto text = ws_.read_text("validation_report.md").value_or("");
         text += "\n## Notes\n- step " + std::to_string(s.number) + " skipped: " + one_line(s.summary) + "\n";
