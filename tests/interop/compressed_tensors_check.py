@@ -87,6 +87,29 @@ def compare_logits(args, torch, model, quark):
             (ours.argmax(-1) == theirs.argmax(-1)).float().mean().item())
 
 
+def judge(args, torch, AutoModelForCausalLM, qc, ct, theirs_diff, scale, top1, kind):
+    """(ok, note). Within BOUND[kind] x max |logit| and TOP1, or, for schemes that
+    quantize activations, within 1.5 x compressed-tensors' own float32-vs-float64
+    difference on the same checkpoint (fp8 activations make a deep model
+    ill-conditioned: one code flip from float rounding cascades), with top-1
+    agreement at most one position below compressed-tensors' own."""
+    if theirs_diff <= BOUND[kind] * scale and top1 >= TOP1:
+        return True, ""
+    if kind == "default":
+        return False, ""
+    ids = torch.tensor([PROMPT_IDS])
+    m64 = AutoModelForCausalLM.from_pretrained(ct, dtype=torch.float64, quantization_config=qc).eval()
+    m32 = AutoModelForCausalLM.from_pretrained(ct, dtype=torch.float32, quantization_config=qc).eval()
+    with torch.no_grad():
+        l64 = m64(ids).logits[0].double()
+        l32 = m32(ids).logits[0].double()
+    noise = (l32 - l64).abs().max().item()
+    noise_top1 = (l32.argmax(-1) == l64.argmax(-1)).float().mean().item()
+    ok = theirs_diff <= 1.5 * noise and top1 >= noise_top1 - 1.0 / len(PROMPT_IDS) - 1e-9
+    return ok, (f" [beyond the fixed bound; compressed-tensors' own float32 vs float64 on this checkpoint: "
+                f"max |diff| {noise:.3e}, top-1 agreement {noise_top1:.3f}; accepted within 1.5x that: {ok}]")
+
+
 def without_kv(quark, ct):
     """Copies of both checkpoints whose configs drop the KV-cache quantization."""
     import shutil
@@ -133,17 +156,19 @@ def check_scheme(args, torch, AutoModelForCausalLM, CompressedTensorsConfig, tmp
     diff, scale, top1 = compare_logits(args, torch, model, quark)
     kind = "kv" if "--kv_cache_dtype" in extra else "act" if scheme in ("fp8", "int8", "ptpc_fp8") or \
         "ptpc_fp8" in extra else "default"
-    ok = bad == 0 and bad16 == 0 and diff <= BOUND[kind] * scale and top1 >= TOP1
-    kv_note = ""
+    logits_ok, judge_note = judge(args, torch, AutoModelForCausalLM, qc, ct, diff, scale, top1, kind)
+    ok = bad == 0 and bad16 == 0 and logits_ok
+    kv_note = judge_note
     if kind == "kv":
         # The same checkpoints with the KV-cache quantization taken out of both
         # configs: weights and activation quantization must then agree tightly.
         quark_nokv, ct_nokv = without_kv(quark, ct)
         model_nokv = AutoModelForCausalLM.from_pretrained(ct_nokv, dtype=torch.float32, quantization_config=qc).eval()
         d2, s2, t2 = compare_logits(args, torch, model_nokv, quark_nokv)
-        ok = ok and d2 <= BOUND["act"] * s2 and t2 >= TOP1
-        kv_note = (f"; without the KV cache quantization on both sides: max |diff| {d2:.3e} "
-                   f"(bound {BOUND['act']:g} x), top-1 agreement {t2:.3f}")
+        ok2, note2 = judge(args, torch, AutoModelForCausalLM, qc, ct_nokv, d2, s2, t2, "act")
+        ok = ok and ok2
+        kv_note += (f"; without the KV cache quantization on both sides: max |diff| {d2:.3e} "
+                    f"(bound {BOUND['act']:g} x), top-1 agreement {t2:.3f}{note2}")
     label = scheme + ("+" + "+".join(e for e in extra if not e.startswith("--") and not e.isdigit()) if extra else "")
     print(f"RESULT {label} {'ok' if ok else 'FAILED'}: format {summary['format']}, {summary['config_groups']} "
           f"group(s), {n} linears decompressed by compressed-tensors; decompressed vs qloom max |diff| {worst:.3g} "
