@@ -43,6 +43,7 @@ struct Row {
   std::optional<uint64_t> eval_limit = {};
   std::optional<Source> scheme_src = {};
   std::optional<std::string> note = {};   // substring of one of the notes
+  std::optional<std::vector<std::string>> exports = {};  // expected model_export
 };
 
 const char* kQwen = "Qwen/Qwen2.5-0.5B";
@@ -149,7 +150,11 @@ const std::vector<Row>& table() {
       {.prompt = "I need the best accuracy for Qwen/Qwen2.5-0.5B on MI300X", .scheme = "fp8", .hardware = "mi300x",
        .priority = "best_accuracy"},
       {.prompt = "export Qwen/Qwen2.5-0.5B for llama.cpp", .scheme = "uint4_wo_32", .model = kQwen, .algo = "awq",
-       .priority = "gguf_export", .note = "GGUF"},
+       .priority = "gguf_export", .exports = std::vector<std::string>{"gguf"}},
+      {.prompt = "Qwen/Qwen2.5-0.5B to fp8, also as compressed tensors and GGUF", .scheme = "fp8", .model = kQwen,
+       .exports = std::vector<std::string>{"compressed-tensors", "gguf"}},
+      {.prompt = "int4 Qwen/Qwen2.5-0.5B for llm-compressor users", .scheme = "int4_wo_128", .model = kQwen,
+       .exports = std::vector<std::string>{"compressed-tensors"}},
       {.prompt = "quantize Qwen/Qwen2.5-0.5B for an A100", .scheme = "fp8", .hardware = "a100", .note = "no native FP8"},
       {.prompt = "mxfp4 on MI355X for Qwen/Qwen2.5-0.5B", .scheme = "mxfp4", .hardware = "mi355x",
        .scheme_src = Source::kStated},
@@ -314,6 +319,7 @@ TEST_P(IntentTable, Row) {
     ASSERT_TRUE(in.eval_limit.value.has_value());
     EXPECT_EQ(*in.eval_limit.value, *r.eval_limit);
   }
+  if (r.exports) { EXPECT_EQ(in.model_export.value, *r.exports); }
   if (r.scheme_src) { EXPECT_EQ(source_name(in.quant_scheme.source), std::string(source_name(*r.scheme_src))); }
   if (r.note) {
     bool found = false;

@@ -209,6 +209,7 @@ nlohmann::ordered_json to_json(const Intent& in) {
   put("dataset", in.dataset);
   put("num_calib_data", in.num_calib_data);
   put("seq_len", in.seq_len);
+  put("model_export", in.model_export);
   put("output_dir", in.output_dir);
   put("hardware", in.hardware);
   put("priority", in.priority);

@@ -94,6 +94,10 @@ struct Intent {
   Sourced<std::string> dataset;         // calibration data: pileval | c4 | wikitext2 | a file path
   Sourced<uint64_t> num_calib_data;
   Sourced<uint64_t> seq_len;
+  // --model_export formats beyond hf_format the prompt asks for ("gguf",
+  // "compressed-tensors"); the agent always writes hf_format first (it
+  // validates and evaluates that checkpoint).
+  Sourced<std::vector<std::string>> model_export;
   Sourced<std::string> output_dir;      // as written, or <output_root>/<model>-<scheme>
 
   Sourced<std::string> hardware;  // "mi300x" | "mi325x" | "mi350x" | "mi355x" | "h100" | "h200" | "cpu" | ... | ""

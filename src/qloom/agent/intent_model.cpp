@@ -15,6 +15,7 @@
 //   - A model family name without an org ("Llama-3.1-8B", "qwen 2.5 7b") is
 //     recorded (kind "name") with a question: the Hub id cannot be guessed.
 //   - Two different models without a correction cue -> question.
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -53,6 +54,15 @@ std::string basename_of(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   const size_t slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// Adds a --model_export format the prompt names (once).
+void add_export(Intent& out, const std::string& format, const std::string& reason) {
+  auto& v = out.model_export.value;
+  if (std::find(v.begin(), v.end(), format) != v.end()) return;
+  v.push_back(format);
+  out.model_export.source = Source::kStated;
+  out.reasons["model_export"] = out.reasons.count("model_export") ? out.reasons["model_export"] + "; " + reason : reason;
 }
 
 struct ModelMention {
@@ -208,11 +218,16 @@ void pass_hardware(ParseState& st) {
     else if (in(n, {"minimize", "minimise", "minimal", "min", "minimum"}) && in(next, {"size", "memory", "footprint", "disk"})) { row = "smallest_model"; len = 2; }
     else if (in(n, {"max", "maximum", "most", "aggressive", "maximal"}) && next == "compression") { row = "smallest_model"; len = 2; }
     else if (in(n, {"gguf", "llama.cpp", "llamacpp", "llama_cpp", "ollama"})) row = "gguf_export";
+    if (in(n, {"compressed-tensors", "compressed_tensors", "llm-compressor", "llmcompressor", "llm_compressor"}) ||
+        (n == "compressed" && next == "tensors")) {
+      add_export(out, "compressed-tensors", "The prompt asks for a compressed-tensors (llm-compressor / vLLM) export");
+      st.use(i, i + (n == "compressed" ? 2 : 1));
+      continue;
+    }
     if (row.empty()) continue;
     out.priority = {row, Source::kStated};
     st.use(i, i + len);
-    if (row == "gguf_export")
-      st.note("GGUF export is not implemented yet; qloom writes Quark hf_format with the GGUF row's scheme");
+    if (row == "gguf_export") add_export(out, "gguf", "The prompt asks for a GGUF (llama.cpp) file");
   }
 }
 

@@ -452,6 +452,15 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
          reason_of(in, "eval_gap_threshold", in.eval_gap_threshold.value ? "User stated the accepted gap"
                                                                          : "caller -> eval_gap_threshold.txt -> 0.03"),
          source_name(in.eval_gap_threshold.source));
+  // hf_format first: the agent validates and evaluates the Quark checkpoint.
+  oj formats = oj::array({"hf_format"});
+  for (const auto& f : in.model_export.value)
+    if (f != "hf_format") formats.push_back(f);
+  decide("export_format", formats,
+         in.model_export.value.empty()
+             ? "Quark hf_format (vLLM / SGLang / transformers)"
+             : reason_of(in, "model_export", "Requested") + "; hf_format first (validated and evaluated)",
+         source_name(in.model_export.source));
   decide("output_dir", output_dir, reason_of(in, "output_dir", "Output directory"),
          source_name(in.output_dir.source));
 
@@ -468,6 +477,7 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
   j["layer_quant_scheme"] = oj(in.layer_quant_scheme.value);
   j["quant_algo"] = none_if_empty(algo);
   j["dataset"] = dataset;
+  j["model_export"] = formats;
   j["num_calib_data"] = in.num_calib_data.value;
   j["seq_len"] = in.seq_len.value;
   j["output_dir"] = output_dir;

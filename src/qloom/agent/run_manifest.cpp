@@ -92,6 +92,10 @@ exporter::QuantizeCommand command_from_plan(const nlohmann::json& plan, const st
           std::find(o.exclude_layers.begin(), o.exclude_layers.end(), p) == o.exclude_layers.end())
         o.exclude_layers.push_back(p);
     }
+  if (plan.contains("model_export") && plan["model_export"].is_array() && !plan["model_export"].empty()) {
+    o.model_export.clear();
+    for (const auto& f : plan["model_export"]) o.model_export.push_back(f.get<std::string>());
+  }
   o.overwrite = overwrite;
   cmd.no_trust_remote_code = true;
   cmd.progress = "off";
