@@ -409,6 +409,23 @@ TEST_F(Workflow, QuantizedModelThatCannotLoadIsQuantizedLoadFailed) {  // #28
   EXPECT_EQ(blocked_id(t / "ws"), "outcome_id: quantized_load_failed");
 }
 
+TEST_F(Workflow, ExportVllmWouldRefuseIsQuantizedLoadFailed) {  // #28 through validation step 6
+  test::TempDir t("wf-28v");
+  auto hook = [](std::string_view phase, int, const fs::path&, const fs::path& q) {
+    if (phase != "validate") return;
+    // vLLM looks layer_type_quant_config up by Python class: never a JSON key.
+    auto cfg = nlohmann::ordered_json::parse(test::read_file(q / "config.json"));
+    cfg["quantization_config"]["layer_type_quant_config"]["Linear"] = cfg["quantization_config"]["global_quant_config"];
+    std::ofstream(q / "config.json", std::ios::trunc) << cfg.dump(2);
+  };
+  const auto r = run(kRtn, t / "ws", hook);
+  EXPECT_EQ(r.outcome_id, "quantized_load_failed") << r.summary;
+  EXPECT_EQ(blocked_id(t / "ws"), "outcome_id: quantized_load_failed");
+  EXPECT_NE(read(t / "ws" / "blocked.md").find("validation step 6 FAIL: vLLM 0.33.0 would refuse"), std::string::npos)
+      << read(t / "ws" / "blocked.md");
+  EXPECT_NE(read(t / "ws" / "validation_report.md").find("**Step 6 — loads in vLLM**: FAIL"), std::string::npos);
+}
+
 TEST_F(Workflow, EvalOverTheMemoryBudgetIsEvalOom) {  // #29
   // RTN ptpc_fp8 without a KV cache streams well under 1 MiB (plan: 86 KiB);
   // evaluating both models in fp32 needs ~2 MiB.
