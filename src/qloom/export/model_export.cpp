@@ -8,41 +8,13 @@
 #include "qloom/export/compressed_tensors_export.h"
 #include "qloom/export/compressed_tensors_scheme.h"
 #include "qloom/export/gguf_export.h"
+#include "qloom/export/quark_exporter.h"
 #include "qloom/io/atomic_dir.h"
 
 namespace qloom::exporter {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path normalized(const fs::path& p) {
-  std::error_code ec;
-  fs::path a = fs::weakly_canonical(fs::absolute(p), ec);
-  return ec ? fs::absolute(p).lexically_normal() : a;
-}
-
-bool path_within(const fs::path& inner, const fs::path& outer) {
-  auto i = inner.begin();
-  for (auto o = outer.begin(); o != outer.end(); ++o, ++i)
-    if (i == inner.end() || *i != *o) return false;
-  return i != inner.end();
-}
-
-// The same refusals as the Quark exporter's, for OUT itself (the exporter
-// only sees the staging path when other formats are asked for).
-void check_output_location(const fs::path& out_dir, const fs::path& source_dir) {
-  const fs::path s = normalized(source_dir), o = normalized(out_dir);
-  if (o == s || path_within(o, s))
-    throw Error(ErrorKind::kUsage, out_dir.string(), "--output_dir",
-                "the output directory " + o.string() +
-                    (o == s ? " is the source model directory " : " is inside the source model directory ") +
-                    s.string(),
-                "choose an output directory outside the source model (qloom never writes into it)");
-  if (path_within(s, o))
-    throw Error(ErrorKind::kUsage, out_dir.string(), "--output_dir",
-                "the output directory " + o.string() + " contains the source model directory " + s.string(),
-                "choose an output directory that does not contain the source model");
-}
 
 uint64_t bytes_under(const fs::path& p) {
   if (fs::is_regular_file(p)) return fs::file_size(p);

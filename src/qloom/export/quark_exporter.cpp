@@ -264,12 +264,8 @@ struct QuarkExporter::Impl {
   }
 };
 
-QuarkExporter::QuarkExporter(const io::ModelDir& src, fs::path out_dir, ExportOptions opts)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.src = &src;
-  m.opts = opts;
-  const fs::path s = normalized(src.path());
+void check_output_location(const fs::path& out_dir, const fs::path& source_dir) {
+  const fs::path s = normalized(source_dir);
   const fs::path o = normalized(out_dir);
   if (o == s || path_within(o, s))
     throw Error(ErrorKind::kUsage, out_dir.string(), "--output_dir",
@@ -281,6 +277,15 @@ QuarkExporter::QuarkExporter(const io::ModelDir& src, fs::path out_dir, ExportOp
     throw Error(ErrorKind::kUsage, out_dir.string(), "--output_dir",
                 "the output directory " + o.string() + " contains the source model directory " + s.string(),
                 "choose an output directory that does not contain the source model");
+}
+
+QuarkExporter::QuarkExporter(const io::ModelDir& src, fs::path out_dir, ExportOptions opts)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.src = &src;
+  m.opts = opts;
+  check_output_location(out_dir, src.path());
+  const fs::path o = normalized(out_dir);
   if (opts.model_dtype) {
     m.model_dtype = *opts.model_dtype;
   } else if (auto d = config_model_dtype(src.config())) {

@@ -96,6 +96,10 @@ std::vector<PlannedTensor> plan_quark_export(const io::WeightIndex& src,
 // bfloat16 / float16 / float32.
 std::optional<DType> config_model_dtype(const nlohmann::json& config);
 
+// Refuses (kUsage, naming both paths) an output directory equal to the
+// source, inside it, or containing it (overwrite would delete the source).
+void check_output_location(const std::filesystem::path& out_dir, const std::filesystem::path& source_dir);
+
 class QuarkExporter {
  public:
   // Validates the output location and creates the staging directory.

@@ -14,12 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const json& get(const json& obj, const char* key) {
-  static const json null_value;
-  if (!obj.is_object()) return null_value;
-  const auto it = obj.find(key);
-  return it == obj.end() ? null_value : *it;
-}
 
 std::string more(const std::vector<std::string>& names) {
   if (names.empty()) return "";

@@ -91,6 +91,8 @@ bool deep_compare(const nlohmann::json& a, const nlohmann::json& b);
 std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path = "");
 // Python truthiness of a JSON value (null, false, 0, "", [], {} are false).
 bool truthy(const nlohmann::json& v);
+// obj[key] as Python's dict.get: null when obj is not an object or lacks key.
+const nlohmann::json& get(const nlohmann::json& obj, const char* key);
 
 // should_ignore_layer for one (unfused) layer name: the matching exclude
 // entry, or nullopt. An invalid "re:" regex is reported through *error.

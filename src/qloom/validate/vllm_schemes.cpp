@@ -23,12 +23,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const json& get(const json& obj, const char* key) {
-  static const json null_value;
-  if (!obj.is_object()) return null_value;
-  const auto it = obj.find(key);
-  return it == obj.end() ? null_value : *it;
-}
 bool is_str(const json& obj, const char* key, const char* value) {
   const json& v = get(obj, key);
   return v.is_string() && v.get<std::string>() == value;

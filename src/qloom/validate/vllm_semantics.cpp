@@ -90,6 +90,13 @@ std::string first_difference(const json& a, const json& b, const std::string& pa
   return "";
 }
 
+const json& get(const json& obj, const char* key) {
+  static const json null_value;
+  if (!obj.is_object()) return null_value;
+  const auto it = obj.find(key);
+  return it == obj.end() ? null_value : *it;
+}
+
 bool truthy(const json& v) {
   if (v.is_null()) return false;
   if (v.is_boolean()) return v.get<bool>();
