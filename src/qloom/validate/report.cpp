@@ -98,7 +98,12 @@ std::string render_markdown(const ValidationReport& r) {
     md += '\n';
     bool in_table = false;
     for (const auto& d : s.details) {
-      const bool row = !d.empty() && d[0] == '|';
+      if (d.empty()) {  // a blank detail only ends a table; never an empty bullet
+        if (in_table) md += "\n";
+        in_table = false;
+        continue;
+      }
+      const bool row = d[0] == '|';
       if (row && !in_table) md += "\n";
       if (!row && in_table) md += "\n";
       in_table = row;
