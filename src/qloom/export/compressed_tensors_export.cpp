@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -12,6 +11,7 @@
 #include "qloom/core/error.h"
 #include "qloom/export/compressed_tensors_scheme.h"
 #include "qloom/export/quark_config.h"
+#include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/model_dir.h"
@@ -303,26 +303,6 @@ size_t write_job(io::SafetensorsWriter& w, const Plan& p, const Job& j, const io
   return n;
 }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) throw Error(ErrorKind::kIo, p.string(), "", "could not write the file", "check free space and permissions");
-}
-
-void copy_aux(const io::ModelDir& dir, const fs::path& staging, const std::vector<std::string>& written) {
-  for (const fs::path& f : dir.aux_files()) {
-    const std::string name = f.filename().string();
-    if (name == "config.json") continue;
-    if (std::find(written.begin(), written.end(), name) != written.end())
-      throw Error(ErrorKind::kInvalidInput, (dir.path() / f).string(), name,
-                  "an auxiliary file of the source has the name of an output weight file", "");
-    std::error_code ec;
-    fs::copy_file(dir.path() / f, staging / name, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw Error(ErrorKind::kIo, (staging / name).string(), name, "copy failed: " + ec.message(), "");
-  }
-}
-
 Plan make_plan(const io::ModelDir& dir) {
   const std::string file = (dir.path() / "config.json").string();
   const auto it = dir.config().find("quantization_config");
@@ -361,8 +341,7 @@ CtExportSummary export_compressed_tensors(const fs::path& quark_dir, const fs::p
       for (size_t i = before; i < done; ++i) opts.progress(i + 1, p.specs.size(), p.specs[i].name);
   }
   w.finish();
-  write_text(out.staging() / "config.json", dump_hf_json(quantized_config_json(dir.config(), p.qc)));
-  copy_aux(dir, out.staging(), w.files());
+  write_config_and_aux_files(dir, out.staging(), quantized_config_json(dir.config(), p.qc), w.files());
   out.commit();
 
   CtExportSummary s;

@@ -279,6 +279,20 @@ void check_output_location(const fs::path& out_dir, const fs::path& source_dir) 
                 "choose an output directory that does not contain the source model");
 }
 
+void write_config_and_aux_files(const io::ModelDir& src, const fs::path& staging,
+                                const nlohmann::json& config, const std::vector<std::string>& weight_files) {
+  const std::set<std::string> written(weight_files.begin(), weight_files.end());
+  write_text_file(staging / "config.json", dump_hf_json(config));
+  for (const fs::path& f : src.aux_files()) {
+    const std::string fname = f.filename().string();
+    if (fname == "config.json") continue;
+    if (written.count(fname))
+      throw Error(ErrorKind::kInvalidInput, (src.path() / f).string(), fname,
+                  "an auxiliary file of the source has the name of an output weight file", "");
+    copy_file_bytes(src.path() / f, staging / fname);
+  }
+}
+
 QuarkExporter::QuarkExporter(const io::ModelDir& src, fs::path out_dir, ExportOptions opts)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
@@ -449,17 +463,8 @@ void QuarkExporter::finish(const nlohmann::ordered_json& quantization_config) {
   try {
     m.writer->finish();
     const fs::path staging = m.dir->staging();
-    std::set<std::string> written(m.writer->files().begin(), m.writer->files().end());
-    const std::string text = dump_hf_json(quantized_config_json(m.src->config(), quantization_config));
-    write_text_file(staging / "config.json", text);
-    for (const fs::path& f : m.src->aux_files()) {
-      const std::string fname = f.filename().string();
-      if (fname == "config.json") continue;
-      if (written.count(fname))
-        throw Error(ErrorKind::kInvalidInput, (m.src->path() / f).string(), fname,
-                    "an auxiliary file of the source has the name of an output weight file", "");
-      copy_file_bytes(m.src->path() / f, staging / fname);
-    }
+    write_config_and_aux_files(*m.src, staging, quantized_config_json(m.src->config(), quantization_config),
+                               m.writer->files());
     m.writer.reset();
     m.dir->commit();
   } catch (...) {

@@ -100,6 +100,12 @@ std::optional<DType> config_model_dtype(const nlohmann::json& config);
 // source, inside it, or containing it (overwrite would delete the source).
 void check_output_location(const std::filesystem::path& out_dir, const std::filesystem::path& source_dir);
 
+// Writes staging/config.json (`config`, serialized as transformers does) and
+// copies every other top-level non-weight file of `src` byte for byte;
+// kInvalidInput when one has the name of a written weight file.
+void write_config_and_aux_files(const io::ModelDir& src, const std::filesystem::path& staging,
+                                const nlohmann::json& config, const std::vector<std::string>& weight_files);
+
 class QuarkExporter {
  public:
   // Validates the output location and creates the staging directory.
