@@ -93,3 +93,44 @@ TEST(ConvertCli, EvalAndQuantizeTakeAGgufAndConvertOnce) {
 
 }  // namespace
 }  // namespace qloom
+
+namespace qloom {
+namespace {
+
+// A Quark checkpoint re-exported with --to: the same bytes as the one-job
+// `quantize --model_export` path, and clear errors for the wrong input.
+TEST(ConvertCli, ToGgufAndCompressedTensorsFromAQuarkCheckpoint) {
+  test::TempDir t("conv-to");
+  const fs::path job = t / "job";
+  const auto q = run_qloom({"quantize", "--model_dir", QLOOM_DEMO_MODEL_DIR, "--output_dir", job.string(),
+                            "--quant_scheme", "int4_wo_32", "--exclude_unsupported", "--model_export", "hf_format",
+                            "compressed-tensors", "gguf", "--progress", "off"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  const auto g = run_qloom({"convert", job.string(), "--to", "gguf", "--output", (t / "job.gguf").string()});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(g.out.find("carried code for code"), std::string::npos) << g.out;
+  // general.name is the checkpoint's name ("job") on both paths: byte-identical files.
+  EXPECT_EQ(test::read_file(t / "job.gguf"), test::read_file(job / "llama.gguf"));
+  const auto c = run_qloom({"convert", job.string(), "--to", "compressed-tensors", "--output_dir", (t / "ct").string()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(test::read_file(t / "ct" / "model.safetensors"),
+            test::read_file(job / "compressed-tensors" / "model.safetensors"));
+  EXPECT_EQ(test::read_file(t / "ct" / "config.json"), test::read_file(job / "compressed-tensors" / "config.json"));
+
+  const auto no_out = run_qloom({"convert", job.string(), "--to", "gguf"});
+  EXPECT_EQ(no_out.exit_code, 2);
+  EXPECT_NE(no_out.err.find("--output"), std::string::npos) << no_out.err;
+  const auto plain = run_qloom({"convert", QLOOM_DEMO_MODEL_DIR, "--to", "compressed-tensors", "--output_dir",
+                                (t / "ct2").string()});
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_NE(plain.err.find("not a Quark checkpoint"), std::string::npos) << plain.err;
+  EXPECT_FALSE(fs::exists(t / "ct2"));
+  const auto bad = run_qloom({"convert", job.string(), "--to", "gguf", "--output", (t / "x.gguf").string(),
+                              "--gguf_float_type", "q5_0"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--gguf_float_type"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(t / "x.gguf"));
+}
+
+}  // namespace
+}  // namespace qloom

@@ -67,7 +67,9 @@ TEST(ModelExport, AllThreeFormatsLandUnderOneOutputDir) {
   const QuantizeSummary s = quantize_model(demo(out, {"hf_format", "compressed-tensors", "gguf"}));
   EXPECT_EQ(quant_method(out), "quark");
   EXPECT_EQ(quant_method(out / "compressed-tensors"), "compressed-tensors");
-  EXPECT_NO_THROW((void)io::GgufFile::open(out / "llama.gguf"));
+  const io::GgufFile g = io::GgufFile::open(out / "llama.gguf");
+  // general.name is OUT's name, not the staging directory the converter read.
+  EXPECT_EQ(g.get_string("general.name"), "out");
   ASSERT_EQ(s.exports.size(), 3u);
   EXPECT_EQ(s.exports[0].format, "hf_format");
   EXPECT_EQ(s.exports[0].path, out);

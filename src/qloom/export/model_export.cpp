@@ -103,6 +103,9 @@ OutputPublisher::OutputPublisher(const QuantizeOptions& o, const fs::path& sourc
   m.formats = parse_export_formats(o.model_export);
   m.quark_only = m.formats.size() == 1 && m.formats[0] == ExportFormat::kHfFormat;
   m.max_shard_bytes = o.max_shard_bytes;
+  // general.name: OUT's name (the checkpoint the converter reads sits under a staging name).
+  m.gguf.name = fs::absolute(o.output_dir).lexically_normal().filename().string();
+  if (m.gguf.name.empty()) m.gguf.name = fs::absolute(o.output_dir).lexically_normal().parent_path().filename().string();
   m.gguf.float_type = gguf_type_flag(o.gguf_float_type, "--gguf_float_type");
   if (!o.gguf_refit_4bit.empty() && o.gguf_refit_4bit != "none") {
     m.gguf.refit_4bit = gguf_type_flag(o.gguf_refit_4bit, "--gguf_refit_4bit");
