@@ -28,6 +28,7 @@
 #include "qloom/model/gguf_convert.h"
 #include "qloom/model/gguf_inspect.h"
 #include "qloom/model/inspect.h"
+#include "qloom/model/model_arg.h"
 #include "qloom/validate/numeric_check.h"
 #include "qloom/validate/report.h"
 #include "qloom/validate/validator.h"
@@ -43,13 +44,7 @@ using StrPairs = std::vector<std::pair<std::string, std::string>>;
 // A model argument as the CLI takes it: a directory, a hub id, or a .gguf
 // file (its converted copy in the GGUF cache).
 std::string resolve_model(const std::string& spec, io::HubFetch fetch) {
-  if (spec.empty()) return spec;
-  if (model::is_gguf_file(spec)) return model::resolve_gguf_model(spec, &std::cerr).string();
-  io::HubResolveOptions o;
-  o.fetch = fetch;
-  o.log = &std::cerr;
-  o.log_is_tty = ::isatty(STDERR_FILENO) == 1;
-  return io::resolve_model_path(spec, o).string();
+  return spec.empty() ? spec : model::resolve_model_arg(spec, fetch, &std::cerr).string();
 }
 
 agent::Interactive interactive_of(const std::string& s) { return agent::parse_interactive(s); }

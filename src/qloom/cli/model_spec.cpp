@@ -1,12 +1,10 @@
 #include "qloom/cli/model_spec.h"
 
-#include <unistd.h>
-
 #include <iostream>
 
 #include "qloom/io/model_dir.h"
-#include "qloom/model/gguf_convert.h"
 #include "qloom/model/inspect.h"
+#include "qloom/model/model_arg.h"
 
 namespace qloom::cli {
 namespace {
@@ -17,13 +15,7 @@ constexpr const char* kNote =
 }  // namespace
 
 std::string resolve_model_arg(const std::string& spec, io::HubFetch fetch) {
-  // A .gguf file: its converted HuggingFace copy (made once, in the GGUF cache).
-  if (model::is_gguf_file(spec)) return model::resolve_gguf_model(spec, &std::cerr).string();
-  io::HubResolveOptions o;
-  o.fetch = fetch;
-  o.log = &std::cerr;
-  o.log_is_tty = ::isatty(STDERR_FILENO) == 1;
-  return io::resolve_model_path(spec, o).string();
+  return model::resolve_model_arg(spec, fetch, &std::cerr).string();
 }
 
 std::string format_config_only(const io::ModelDir& dir) {
