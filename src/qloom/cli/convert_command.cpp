@@ -48,15 +48,6 @@ struct Options {
   bool overwrite = false;
 };
 
-io::GgmlType gguf_type_flag(const std::string& value, const char* flag) {
-  try {
-    return exporter::parse_gguf_type(value);
-  } catch (const Error&) {
-    throw Error(ErrorKind::kUsage, "", flag, "'" + value + "' is not a GGUF type qloom writes",
-                "use f16, bf16, f32, q8_0, q4_k or q6_k");
-  }
-}
-
 int to_compressed_tensors(const Options& o) {
   if (o.output_dir.empty())
     throw Error(ErrorKind::kUsage, "", "--output_dir", "--to compressed-tensors writes a directory",
@@ -77,15 +68,8 @@ int to_compressed_tensors(const Options& o) {
 int to_gguf(const Options& o) {
   if (o.output.empty())
     throw Error(ErrorKind::kUsage, "", "--output", "--to gguf writes one file", "pass --output FILE.gguf");
-  exporter::GgufExportOptions go;
+  exporter::GgufExportOptions go = exporter::gguf_options_from_flags(o.gguf_float_type, o.gguf_refit_4bit);
   go.overwrite = o.overwrite;
-  go.float_type = gguf_type_flag(o.gguf_float_type, "--gguf_float_type");
-  if (!o.gguf_refit_4bit.empty() && o.gguf_refit_4bit != "none") {
-    go.refit_4bit = gguf_type_flag(o.gguf_refit_4bit, "--gguf_refit_4bit");
-    if (*go.refit_4bit != io::GgmlType::kQ4_K && *go.refit_4bit != io::GgmlType::kQ6_K)
-      throw Error(ErrorKind::kUsage, "", "--gguf_refit_4bit", "'" + o.gguf_refit_4bit + "' is not a K-quant type",
-                  "pass q4_k, q6_k or none");
-  }
   const auto s = exporter::export_gguf(o.input, o.output, go);
   std::printf("\nqloom convert: %s -> %s (GGUF, file_type %u)\n", o.input.c_str(), s.out_file.c_str(), s.file_type);
   std::string types;

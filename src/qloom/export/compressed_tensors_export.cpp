@@ -61,30 +61,6 @@ struct Plan {
   size_t groups = 0;
 };
 
-fs::path normalized(const fs::path& p) { return fs::weakly_canonical(fs::absolute(p)).lexically_normal(); }
-
-bool path_within(const fs::path& inner, const fs::path& outer) {
-  auto i = inner.begin();
-  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
-    if (o->empty()) continue;
-    if (i == inner.end() || *i != *o) return false;
-  }
-  return true;
-}
-
-void check_out_dir(const fs::path& src, const fs::path& out) {
-  const fs::path s = normalized(src), o = normalized(out);
-  if (o == s || path_within(o, s))
-    throw Error(ErrorKind::kUsage, out.string(), "out_dir",
-                "the compressed-tensors output " + o.string() +
-                    (o == s ? " is the source Quark directory" : " is inside the source Quark directory ") + s.string(),
-                "choose an output directory outside the source checkpoint (qloom never writes into it)");
-  if (path_within(s, o))
-    throw Error(ErrorKind::kUsage, out.string(), "out_dir",
-                "the output directory " + o.string() + " contains the source directory " + s.string(),
-                "choose an output directory that does not contain the source");
-}
-
 const io::TensorInfo& need(const io::WeightIndex& w, const std::string& name, const std::string& file) {
   const io::TensorInfo* t = w.find(name);
   if (!t) throw Error(ErrorKind::kNotFound, file, name, "tensor missing from the Quark checkpoint", "re-export it");
@@ -325,7 +301,7 @@ CtExportSummary export_compressed_tensors(const fs::path& quark_dir, const fs::p
                                           const CtExportOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
   const io::ModelDir dir = io::ModelDir::open(quark_dir, true);
-  check_out_dir(quark_dir, out_dir);
+  check_output_location(out_dir, quark_dir);
   const Plan p = make_plan(dir);
   const PackOrder order = pack_order_of(dir.config()["quantization_config"]);
 

@@ -243,6 +243,15 @@ void validate_options(const GgufExportOptions& o) {
     throw Error(ErrorKind::kUsage, "", "refit_4bit", "must be Q4_K or Q6_K");
 }
 
+GgmlType gguf_type_flag(const std::string& value, const char* flag) {
+  try {
+    return parse_gguf_type(value);
+  } catch (const Error&) {
+    throw Error(ErrorKind::kUsage, "", flag, "'" + value + "' is not a GGUF type qloom writes",
+                "use f16, bf16, f32, q8_0, q4_k or q6_k");
+  }
+}
+
 }  // namespace
 
 GgmlType parse_gguf_type(const std::string& name) {
@@ -252,6 +261,17 @@ GgmlType parse_gguf_type(const std::string& name) {
                      GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K})
     if (io::ggml_type_info(t).name == up) return t;
   throw Error(ErrorKind::kUsage, "", name, "not a GGUF type qloom writes", "use F32, F16, BF16, Q8_0, Q4_K or Q6_K");
+}
+
+GgufExportOptions gguf_options_from_flags(const std::string& float_type, const std::string& refit_4bit) {
+  GgufExportOptions go;
+  go.float_type = gguf_type_flag(float_type, "--gguf_float_type");
+  if (refit_4bit.empty() || refit_4bit == "none") return go;
+  go.refit_4bit = gguf_type_flag(refit_4bit, "--gguf_refit_4bit");
+  if (*go.refit_4bit != GgmlType::kQ4_K && *go.refit_4bit != GgmlType::kQ6_K)
+    throw Error(ErrorKind::kUsage, "", "--gguf_refit_4bit", "'" + refit_4bit + "' is not a K-quant type",
+                "pass q4_k, q6_k or none");
+  return go;
 }
 
 GgufExportSummary export_gguf(const fs::path& quark_dir, const fs::path& out_file, const GgufExportOptions& options) {

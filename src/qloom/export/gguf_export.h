@@ -74,4 +74,9 @@ GgufExportSummary export_gguf(const std::filesystem::path& quark_dir, const std:
 // "F16", "Q4_K", ... for options and reports; kUsage for other names.
 io::GgmlType parse_gguf_type(const std::string& name);
 
+// GgufExportOptions from the command-line flags --gguf_float_type (f16,
+// bf16, f32, q8_0, q4_k, q6_k) and --gguf_refit_4bit ("", "none", q4_k,
+// q6_k); kUsage naming the flag for anything else.
+GgufExportOptions gguf_options_from_flags(const std::string& float_type, const std::string& refit_4bit);
+
 }  // namespace qloom::exporter

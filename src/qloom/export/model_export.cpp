@@ -32,15 +32,6 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
                 "check the output file system");
 }
 
-io::GgmlType gguf_type_flag(const std::string& value, const char* flag) {
-  try {
-    return parse_gguf_type(value);
-  } catch (const Error&) {
-    throw Error(ErrorKind::kUsage, "", flag, "'" + value + "' is not a GGUF type qloom writes",
-                "use f16, bf16, f32, q8_0, q4_k or q6_k");
-  }
-}
-
 }  // namespace
 
 std::vector<ExportFormat> parse_export_formats(const std::vector<std::string>& names) {
@@ -103,16 +94,10 @@ OutputPublisher::OutputPublisher(const QuantizeOptions& o, const fs::path& sourc
   m.formats = parse_export_formats(o.model_export);
   m.quark_only = m.formats.size() == 1 && m.formats[0] == ExportFormat::kHfFormat;
   m.max_shard_bytes = o.max_shard_bytes;
+  m.gguf = gguf_options_from_flags(o.gguf_float_type, o.gguf_refit_4bit);
   // general.name: OUT's name (the checkpoint the converter reads sits under a staging name).
   m.gguf.name = fs::absolute(o.output_dir).lexically_normal().filename().string();
   if (m.gguf.name.empty()) m.gguf.name = fs::absolute(o.output_dir).lexically_normal().parent_path().filename().string();
-  m.gguf.float_type = gguf_type_flag(o.gguf_float_type, "--gguf_float_type");
-  if (!o.gguf_refit_4bit.empty() && o.gguf_refit_4bit != "none") {
-    m.gguf.refit_4bit = gguf_type_flag(o.gguf_refit_4bit, "--gguf_refit_4bit");
-    if (*m.gguf.refit_4bit != io::GgmlType::kQ4_K && *m.gguf.refit_4bit != io::GgmlType::kQ6_K)
-      throw Error(ErrorKind::kUsage, "", "--gguf_refit_4bit", "'" + o.gguf_refit_4bit + "' is not a K-quant type",
-                  "pass q4_k, q6_k or none");
-  }
   if (m.quark_only) return;  // the Quark exporter checks and publishes OUT itself
   check_output_location(o.output_dir, source_dir);
   m.publish.emplace(o.output_dir, o.overwrite);  // refuses an existing OUT without --overwrite

@@ -7,6 +7,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
+#include "qloom/export/quantize_plan.h"
 #include "qloom/quant/calib_data.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
@@ -148,7 +149,7 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
                            std::vector<std::unique_ptr<quant::AlgorithmStage>> stages, QuarkConfigInput& config,
                            QuantizeSummary& sum, const CalibrationProgressFn& calib_progress)
     : o_(o), src_(src), ex_(ex), config_(config), sum_(sum), model_dtype_(ex.model_dtype()),
-      order_(config.pack_method == "order" ? PackOrder::kSequential : PackOrder::kReorder),
+      order_(pack_order_of(o)),
       t_start_(Clock::now()) {
   const io::WeightIndex& w = src.weights();
   for (const auto& p : ex.planned())
