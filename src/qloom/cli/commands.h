@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -21,5 +23,11 @@ void register_eval(CLI::App& app, CommandFn& run);
 void register_run(CLI::App& app, CommandFn& run);
 void register_convert(CLI::App& app, CommandFn& run);
 void register_serve(CLI::App& app, CommandFn& run);
+void register_perf(CLI::App& app, CommandFn& run);
+
+// The process arguments as typed (main() records them before parsing), for
+// commands that store their own invocation (perf's state.json).
+const std::vector<std::string>& invocation_argv();
+void set_invocation_argv(int argc, char** argv);
 
 }  // namespace qloom::cli

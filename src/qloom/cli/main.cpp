@@ -12,12 +12,24 @@
 #include "qloom/cli/commands.h"
 #include "qloom/core/error.h"
 
+namespace qloom::cli {
+namespace {
+std::vector<std::string>& argv_store() {
+  static std::vector<std::string> v;
+  return v;
+}
+}  // namespace
+const std::vector<std::string>& invocation_argv() { return argv_store(); }
+void set_invocation_argv(int argc, char** argv) { argv_store().assign(argv, argv + argc); }
+}  // namespace qloom::cli
+
 int main(int argc, char** argv) {
   using namespace qloom;
   CLI::App app{"qloom — post-training quantization of LLMs into Quark checkpoints", "qloom"};
   app.set_version_flag("--version", std::string("qloom ") + build::kVersion + " (" +
                                         build::kBuildType + ", " + build::kCompiler + ")");
   app.require_subcommand(1);
+  cli::set_invocation_argv(argc, argv);
   cli::CommandFn run;
   cli::register_inspect(app, run);
   cli::register_quantize(app, run);
@@ -26,6 +38,7 @@ int main(int argc, char** argv) {
   cli::register_run(app, run);
   cli::register_convert(app, run);
   cli::register_serve(app, run);
+  cli::register_perf(app, run);
 
   try {
     app.parse(argc, argv);
