@@ -73,17 +73,18 @@ std::vector<const SearchUnit*> protected_units(const PartitionPlan& plan, const 
   }
   std::stable_sort(by_kld.begin(), by_kld.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   const size_t cap = (by_kld.size() + 3) / 4;
+  const double mean = by_kld.empty() ? 0 : total / double(by_kld.size());
   std::vector<const SearchUnit*> out;
   double held = 0;
   for (const auto& [k, u] : by_kld) {
-    if (out.size() >= cap || held >= 0.5 * total || k <= 0) break;
+    if (out.size() >= cap || held >= 0.5 * total || k <= mean) break;
     out.push_back(u);
     held += k;
   }
   return out;
 }
 
-// Restores the hierarchy of a layer-variant in place; false when impossible.
+// Restores the hierarchy of a layer variant in place (see the header).
 void repair_layers(const PartitionPlan& plan, const SensitivityTable& s, CandidateConfig& c) {
   std::map<std::string, std::string> over(c.layers.begin(), c.layers.end());
   auto unit_name = [](int layer, const std::string& part) { return "layers." + std::to_string(layer) + "." + part; };

@@ -30,9 +30,11 @@
 // of its layers'), and each gets at most ONE more variant, so the queue is at
 // most twice the partition-level count. Rule: in every quantized partition
 // at precision P, the layers carrying the damage are protected — sort its
-// layers by sensitivity at P (descending, ties by layer), take them until
-// they hold half of the partition's total or a quarter of its layers
-// (rounded up) — and moved to the next more precise candidate precision Q
+// layers by sensitivity at P (descending, ties by layer) and take those above
+// the partition's mean until they hold half of its total or a quarter of its
+// layers (rounded up); evenly spread damage protects nothing, as a uniform
+// config already covers it — and moved to the next more precise candidate
+// precision Q
 // (the lowest level above P among the candidates, first listed on ties;
 // native when none; a layer Q cannot hold stays at P). The hierarchy is then
 // restored per layer (a layer's self_attn is raised to its MLP's precision,

@@ -185,7 +185,8 @@ SensitivityTable sensitivity_from_json(const nlohmann::json& j, const std::strin
   using namespace detail;
   SensitivityTable t;
   t.granularity = get_string(j, where, "granularity");
-  (void)parse_granularity(t.granularity, where + ".granularity");
+  if (t.granularity != "partition" && t.granularity != "layer")
+    bad_field(where + ".granularity", "expected \"partition\" or \"layer\", got '" + t.granularity + "'");
   t.dataset = get_string(j, where, "dataset");
   t.windows = uint64_t(get_int(j, where, "windows"));
   t.seq_len = uint64_t(get_int(j, where, "seq_len"));
