@@ -7,6 +7,7 @@
 #include "qloom/perf/precision.h"
 #include "qloom/perf/proxy.h"
 #include "qloom/quant/layer_selection.h"
+#include "qloom/quant/scheme_registry.h"
 
 namespace qloom::perf {
 namespace {
@@ -15,37 +16,6 @@ std::vector<quant::LinearLayer> model_linears(const io::ModelDir& dir) {
   std::vector<std::pair<std::string, std::vector<uint64_t>>> shapes;
   for (const std::string& name : dir.weights().tensor_names()) shapes.emplace_back(name, dir.weights().find(name)->shape);
   return quant::find_linear_layers(shapes);
-}
-
-// Compact patterns of a partition's modules: "*.self_attn.*", "*.experts.*",
-// "*.shared_expert.*"; dense MLP leaves as "*.<block>.<leaf>".
-std::vector<std::string> partition_patterns(const SearchUnit& u) {
-  std::set<std::string> out;
-  for (const UnitModule& m : u.modules) {
-    if (u.partition == "self_attn") out.insert("*.self_attn.*");
-    else if (u.partition == "routed_moe") out.insert("*.experts.*");
-    else if (u.partition == "shared_expert")
-      out.insert(m.module.find(".shared_experts.") != std::string::npos ? "*.shared_experts.*" : "*.shared_expert.*");
-    else {
-      const size_t leaf = m.module.rfind('.'), block = m.module.rfind('.', leaf - 1);
-      out.insert("*" + m.module.substr(block));
-    }
-  }
-  return {out.begin(), out.end()};
-}
-
-// Layer units: the partition patterns scoped to the layer ("*.layers.3.self_attn.*").
-std::vector<std::string> unit_patterns(const SearchUnit& u) {
-  std::vector<std::string> out;
-  for (const std::string& p : partition_patterns(u))
-    out.push_back(u.layer < 0 ? p : "*.layers." + std::to_string(u.layer) + p.substr(1));
-  return out;
-}
-
-std::vector<std::string> exact_patterns(const SearchUnit& u) {
-  std::vector<std::string> out;
-  for (const UnitModule& m : u.modules) out.push_back(m.module);
-  return out;
 }
 
 // The global scheme: the quantized precision holding the most parameters
@@ -66,42 +36,74 @@ std::string global_scheme(const PartitionPlan& plan, const CandidateConfig& c) {
       ->first;
 }
 
-// (pattern, scheme) entries of one group of modules: exclusions for native,
-// overrides for a scheme other than the global one (or always, when `force`).
-void add_entries(const std::vector<std::string>& patterns, const std::string& scheme, const std::string& global,
-                 bool force, std::vector<std::pair<std::string, std::string>>& entries,
-                 std::vector<std::string>& excludes) {
-  for (const std::string& p : patterns) {
-    if (scheme.empty()) excludes.push_back(p);
-    else if (force || scheme != global) entries.emplace_back(p, scheme);
-  }
+enum class Scope { kPartition, kLayer, kExact };
+
+// The pattern of one module: kPartition "*.self_attn.*", "*.experts.*",
+// "*.shared_expert.*", dense MLP leaves "*.mlp.gate_proj"; kLayer the same
+// within one layer ("*.layers.3.self_attn.*", "*.layers.3.mlp.experts.*");
+// kExact the name. `leaf` forces leaf patterns ("*.self_attn.q_proj").
+std::string module_pattern(const std::string& module, const std::string& partition, Scope scope, bool leaf) {
+  if (scope == Scope::kExact) return module;
+  const size_t last = module.rfind('.'), prev = module.rfind('.', last - 1);
+  const std::string marker = partition == "self_attn" ? ".self_attn."
+                             : partition == "routed_moe" ? ".experts."
+                             : partition == "shared_expert"
+                                 ? (module.find(".shared_experts.") != std::string::npos ? ".shared_experts." : ".shared_expert.")
+                                 : "";
+  const bool by_leaf = leaf || marker.empty();
+  if (scope == Scope::kPartition) return by_leaf ? "*" + module.substr(prev) : "*" + marker + "*";
+  const std::string tag = "layers." + std::to_string(layer_of(module)) + ".";
+  const size_t at = module.find(tag);
+  if (by_leaf) return "*." + module.substr(at);
+  return "*." + module.substr(at, module.find(marker, at) + marker.size() - at) + "*";
 }
 
-exporter::QuantizeOptions build(const PartitionPlan& plan, const CandidateConfig& c, exporter::QuantizeOptions o,
-                                bool exact) {
-  o.quant_scheme = get_precision(global_scheme(plan, c)).quant_scheme;
-  std::vector<std::pair<std::string, std::string>> layer_entries, partition_entries;
-  if (exact) {
-    for (const SearchUnit& u : plan.units)
-      add_entries(exact_patterns(u), get_precision(c.precision_of(u)).quant_scheme, o.quant_scheme, false,
-                  partition_entries, o.exclude_layers);
-  } else {
-    for (const std::string& part : plan.partitions) {
-      std::set<std::string> pats;
-      for (const SearchUnit* u : plan.units_of(part))
-        for (const std::string& p : partition_patterns(*u)) pats.insert(p);
-      add_entries({pats.begin(), pats.end()}, get_precision(c.precision_of(part)).quant_scheme, o.quant_scheme,
-                  false, partition_entries, o.exclude_layers);
+struct Emitter {
+  const std::set<std::string>& kv_modules;  // empty unless the KV cache is fp8
+  std::string global;
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::vector<std::string> excludes;
+
+  // One group of modules at one precision.
+  void add(const std::vector<UnitModule>& mods, const std::string& partition, const std::string& precision,
+           Scope scope) {
+    const std::string scheme = get_precision(precision).quant_scheme;
+    const bool has_kv = std::any_of(mods.begin(), mods.end(), [&](const UnitModule& m) { return kv_modules.count(m.module); });
+    std::set<std::string> pats;
+    for (const UnitModule& m : mods) {
+      // KV projections under an fp8 cache take their spec from Quark's KV entry
+      // (*k_proj / *v_proj): no pattern of ours may also match them.
+      if (!scheme.empty() && kv_modules.count(m.module)) continue;
+      pats.insert(module_pattern(m.module, partition, scope, !scheme.empty() && has_kv));
     }
-    for (const SearchUnit& u : plan.units)  // layer overrides, ahead of the partitions' entries
-      if (u.layer >= 0 && c.precision_of(u) != c.precision_of(u.partition))
-        add_entries(unit_patterns(u), get_precision(c.precision_of(u)).quant_scheme, o.quant_scheme, true,
-                    layer_entries, o.exclude_layers);
+    for (const std::string& p : pats) {
+      if (scheme.empty()) excludes.push_back(p);
+      else if (scheme != global) entries.emplace_back(p, scheme);
+    }
   }
+};
+
+exporter::QuantizeOptions build(const PartitionPlan& plan, const CandidateConfig& c, exporter::QuantizeOptions o,
+                                const std::set<std::string>& kv_modules, bool exact) {
+  o.quant_scheme = get_precision(global_scheme(plan, c)).quant_scheme;
+  Emitter em{kv_modules, o.quant_scheme, {}, {}};
+  for (const std::string& part : plan.partitions) {
+    const auto units = plan.units_of(part);
+    const bool uniform = std::all_of(units.begin(), units.end(),
+                                     [&](const SearchUnit* u) { return c.precision_of(*u) == c.precision_of(part); });
+    if (!exact && uniform) {
+      std::vector<UnitModule> mods;
+      for (const SearchUnit* u : units) mods.insert(mods.end(), u->modules.begin(), u->modules.end());
+      em.add(mods, part, c.precision_of(part), Scope::kPartition);
+      continue;
+    }
+    for (const SearchUnit* u : units)
+      em.add(u->modules, part, c.precision_of(*u), exact ? Scope::kExact : Scope::kLayer);
+  }
+  o.exclude_layers.insert(o.exclude_layers.end(), em.excludes.begin(), em.excludes.end());
   for (const NativeLinear& n : plan.native)
     if (n.reason.rfind("excluded by", 0) != 0) o.exclude_layers.push_back(n.module);
-  o.layer_quant_scheme = layer_entries;
-  o.layer_quant_scheme.insert(o.layer_quant_scheme.end(), partition_entries.begin(), partition_entries.end());
+  o.layer_quant_scheme = em.entries;
   return o;
 }
 
@@ -119,6 +121,47 @@ exporter::QuantizeOptions base_options(const io::ModelDir& dir, const CandidateC
   return o;
 }
 
+std::vector<std::string> kv_patterns(const io::ModelDir& dir) {
+  const quant::ModelTemplate* t = quant::find_model_template(dir.model_type());
+  return t && !t->kv_layers.empty() ? t->kv_layers : std::vector<std::string>{"*k_proj", "*v_proj"};
+}
+
+bool matches_any(const std::vector<std::string>& patterns, const std::string& module) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return quant::module_matches(p, module); });
+}
+
+// The spec Quark's KV entry for `kv_pattern` takes when no entry matches the
+// pattern's own name (quark_config.cpp / Quark's _resolve_projection_base_spec):
+// the first entry ending with the projection's leaf or naming an attention
+// container, else the global scheme.
+std::string kv_base_scheme(const exporter::QuantizeOptions& o, const std::string& kv_pattern) {
+  std::string leaf = kv_pattern.substr(kv_pattern.rfind('.') == std::string::npos ? 0 : kv_pattern.rfind('.') + 1);
+  leaf.erase(0, leaf.find_first_not_of('*'));
+  while (!leaf.empty() && leaf.back() == '*') leaf.pop_back();
+  for (const auto& [p, scheme] : o.layer_quant_scheme)
+    if (quant::module_matches(p, kv_pattern)) return scheme;
+  for (const auto& [p, scheme] : o.layer_quant_scheme) {
+    const bool hit = (!leaf.empty() && p.ends_with(leaf)) || p.find("attn") != std::string::npos ||
+                     p.find("attention") != std::string::npos;
+    if (hit) return scheme;
+  }
+  return o.quant_scheme;
+}
+
+// No module may be matched by two --layer_quant_scheme patterns (Quark resolves
+// them in insertion order, qloom's config reader in key order: only disjoint
+// patterns mean the same to both), nor, under an fp8 KV cache, a KV projection
+// by any (its entry comes from the KV config).
+bool unambiguous(const io::ModelDir& dir, const exporter::QuantizeOptions& o) {
+  const std::vector<std::string> kv = kv_patterns(dir);
+  for (const quant::LinearLayer& l : model_linears(dir)) {
+    size_t hits = 0;
+    for (const auto& [p, scheme] : o.layer_quant_scheme) hits += quant::module_matches(p, l.module) ? 1 : 0;
+    if (hits > 1 || (hits == 1 && !o.kv_cache_dtype.empty() && matches_any(kv, l.module))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> selected_schemes(const io::ModelDir& dir, const exporter::QuantizeOptions& o) {
@@ -127,8 +170,22 @@ std::map<std::string, std::string> selected_schemes(const io::ModelDir& dir, con
   req.quant_scheme = o.quant_scheme;
   req.layer_quant_scheme = o.layer_quant_scheme;
   req.exclude_layers = o.exclude_layers;
+  const std::vector<std::string> kv = o.kv_cache_dtype.empty() ? std::vector<std::string>{} : kv_patterns(dir);
   std::map<std::string, std::string> out;
-  for (const quant::LayerChoice& c : quant::select_layers(model_linears(dir), req).layers) out[c.module] = c.scheme;
+  for (const quant::LayerChoice& c : quant::select_layers(model_linears(dir), req).layers) {
+    out[c.module] = c.scheme;
+    if (c.scheme.empty()) continue;
+    // A KV projection no --layer_quant_scheme pattern matches takes its spec
+    // from its KV entry (the first KV pattern matching it).
+    const bool by_user = std::any_of(o.layer_quant_scheme.begin(), o.layer_quant_scheme.end(),
+                                     [&](const auto& e) { return quant::module_matches(e.first, c.module); });
+    if (by_user) continue;
+    for (const std::string& p : kv)
+      if (quant::module_matches(p, c.module)) {
+        out[c.module] = kv_base_scheme(o, p);
+        break;
+      }
+  }
   return out;
 }
 
@@ -145,15 +202,20 @@ exporter::QuantizeOptions export_options(const io::ModelDir& dir, const Partitio
                                          const CandidateConfig& config, const ExportSettings& settings) {
   (void)assignment_of(plan, config);  // validates partitions, precisions, units
   const auto intended = intended_schemes(dir, plan, config);
+  std::set<std::string> kv_modules;
+  if (config.kv_cache == "fp8")
+    for (const quant::LinearLayer& l : model_linears(dir))
+      if (matches_any(kv_patterns(dir), l.module)) kv_modules.insert(l.module);
   const exporter::QuantizeOptions base = base_options(dir, config, settings);
-  exporter::QuantizeOptions o = build(plan, config, base, /*exact=*/false);
-  if (selected_schemes(dir, o) == intended) return o;
-  o = build(plan, config, base, /*exact=*/true);
-  if (selected_schemes(dir, o) != intended)
-    throw Error(ErrorKind::kInternal, dir.path().string(), "--layer_quant_scheme",
-                "the exporter would not give every linear the candidate's scheme: " + config.canonical(),
-                "report this with the model's config.json");
-  return o;
+  for (const bool exact : {false, true}) {
+    exporter::QuantizeOptions o = build(plan, config, base, kv_modules, exact);
+    if (unambiguous(dir, o) && selected_schemes(dir, o) == intended) return o;
+  }
+  throw Error(ErrorKind::kUnsupported, dir.path().string(), "--layer_quant_scheme",
+              "no Quark layer_quant_config gives every linear this candidate's scheme: " + config.canonical(),
+              config.kv_cache == "fp8"
+                  ? "with an fp8 KV cache Quark gives every k/v projection one spec: keep their precision uniform"
+                  : "report this with the model's config.json");
 }
 
 }  // namespace qloom::perf
