@@ -245,6 +245,21 @@ TEST(SearchCandidates, LayerGranularityProtectsTheSensitiveLayers) {
   EXPECT_EQ(hierarchy_violation(p, w->config), "");
   EXPECT_GT(by["self_attn=int4_wo_128,dense_mlp=int4_wo_128,kv_cache=native"]->search_metrics.modelled_gain,
             w->search_metrics.modelled_gain);
+  // Under an fp8 KV cache attention keeps one precision: where the MLP's
+  // protection would need layer 0's attention raised, it is dropped.
+  std::vector<SensitivityEntry> with_kv = es;
+  with_kv.push_back(entry("kv_cache", "fp8", 0.003));
+  o.kv = {"native", "fp8"};
+  const Enumeration k = enumerate_candidates(p, table_for(with_kv), o);
+  std::set<std::string> got;
+  for (const CandidateEntry& c : k.queue) {
+    got.insert(c.config.canonical());
+    if (c.config.kv_cache == "fp8")
+      for (const auto& [unit, prec] : c.config.layers) EXPECT_EQ(unit.find("self_attn"), std::string::npos) << unit;
+  }
+  EXPECT_TRUE(got.count("self_attn=fp8,dense_mlp=int4_wo_128,kv_cache=fp8,layers.0.dense_mlp=fp8"));
+  EXPECT_FALSE(got.count("self_attn=int4_wo_128,dense_mlp=int4_wo_128,kv_cache=fp8,layers.0.self_attn=fp8,layers.0.dense_mlp=fp8"));
+  EXPECT_EQ(k.layer_variants, 3u + 2);  // the int4-attention variant exists only with the native cache
   CandidateConfig broken = w->config;
   broken.layers = {{"layers.2.dense_mlp", "fp8"}};
   EXPECT_EQ(hierarchy_violation(p, broken),

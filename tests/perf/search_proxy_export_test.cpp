@@ -8,6 +8,7 @@
 #include "qloom/export/quark_config.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/perf/candidate_export.h"
+#include "qloom/perf/candidates.h"
 #include "qloom/perf/proxy.h"
 #include "qloom/perf/sensitivity.h"
 #include "support/expect_error.h"
@@ -179,6 +180,29 @@ TEST(SearchExport, LayerOverridesUseDisjointLayerPatterns) {
   const Error e = catch_error([&] { (void)export_options(demo(), plan(Granularity::kLayer), kv, settings("/tmp/x")); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(e.remedy().find("k/v projection"), std::string::npos) << e.remedy();
+}
+
+// Every candidate the enumeration proposes (layer granularity, measured
+// sensitivities) can be written as a Quark config that means what it says.
+TEST(SearchExport, EveryEnumeratedCandidateExports) {
+  const auto ref = Reference::build(demo(), plan(Granularity::kLayer), {"", 2, 64, 1});
+  SensitivityOptions so;
+  so.precisions = parse_precision_candidates({"native", "fp8", "int8", "int4_wo_32"});
+  so.kv_fp8 = true;
+  so.threads = 1;
+  const SensitivityTable t = measure_sensitivity(demo(), plan(Granularity::kLayer), *ref, so).table;
+  EnumerationOptions eo;
+  eo.precisions = so.precisions;
+  const Enumeration e = enumerate_candidates(plan(Granularity::kLayer), t, eo);
+  EXPECT_GT(e.queue.size(), 10u);
+  size_t with_layers = 0;
+  for (const CandidateEntry& c : e.queue) {
+    with_layers += c.config.layers.empty() ? 0 : 1;
+    const exporter::QuantizeOptions o = export_options(demo(), plan(Granularity::kLayer), c.config, settings("/tmp/x"));
+    EXPECT_EQ(selected_schemes(demo(), o), intended_schemes(demo(), plan(Granularity::kLayer), c.config))
+        << c.config.canonical();
+  }
+  EXPECT_EQ(with_layers, e.layer_variants);
 }
 
 // Quantizes the demo model with a candidate, checks what the checkpoint's

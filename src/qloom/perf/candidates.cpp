@@ -85,7 +85,7 @@ std::vector<const SearchUnit*> protected_units(const PartitionPlan& plan, const 
 }
 
 // Restores the hierarchy of a layer variant in place (see the header).
-void repair_layers(const PartitionPlan& plan, const SensitivityTable& s, CandidateConfig& c) {
+void repair_layers(const PartitionPlan& plan, const SensitivityTable& s, bool attention_overrides, CandidateConfig& c) {
   std::map<std::string, std::string> over(c.layers.begin(), c.layers.end());
   auto unit_name = [](int layer, const std::string& part) { return "layers." + std::to_string(layer) + "." + part; };
   for (const auto& [layer, parts] : layer_precisions(plan, c)) {
@@ -94,7 +94,7 @@ void repair_layers(const PartitionPlan& plan, const SensitivityTable& s, Candida
       const auto m = parts.find(mlp);
       if (attn == parts.end() || m == parts.end() || attn->second->level >= m->second->level) continue;
       const std::string attn_unit = unit_name(layer, "self_attn");
-      if (s.fits(attn_unit, m->second->name)) over[attn_unit] = m->second->name;
+      if (attention_overrides && s.fits(attn_unit, m->second->name)) over[attn_unit] = m->second->name;
       else over.erase(unit_name(layer, mlp));
     }
     const auto shared = parts.find("shared_expert"), routed = parts.find("routed_moe");
@@ -115,15 +115,18 @@ void repair_layers(const PartitionPlan& plan, const SensitivityTable& s, Candida
 std::optional<CandidateConfig> layer_variant(const PartitionPlan& plan, const SensitivityTable& s,
                                              const std::vector<Precision>& candidates, const CandidateConfig& base) {
   CandidateConfig v = base;
+  // Under an fp8 KV cache Quark's format gives every k/v projection one spec
+  // (candidate_export.h): attention keeps one precision for all layers.
+  const bool attention_overrides = base.kv_cache != "fp8";
   for (const auto& [partition, pname] : base.partitions) {
     const Precision& p = get_precision(pname);
-    if (p.is_native()) continue;
+    if (p.is_native() || (partition == "self_attn" && !attention_overrides)) continue;
     const Precision& q = next_more_precise(candidates, p);
     for (const SearchUnit* u : protected_units(plan, s, partition, pname))
       if (s.fits(u->name, q.name)) v.layers.emplace_back(u->name, q.name);
   }
   if (v.layers.empty()) return std::nullopt;
-  repair_layers(plan, s, v);
+  repair_layers(plan, s, attention_overrides, v);
   if (v.layers.empty() || !hierarchy_violation(plan, v).empty() || !fits_all(plan, s, v)) return std::nullopt;
   return v;
 }

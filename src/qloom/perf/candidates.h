@@ -39,7 +39,9 @@
 // native when none; a layer Q cannot hold stays at P). The hierarchy is then
 // restored per layer (a layer's self_attn is raised to its MLP's precision,
 // else the MLP override is dropped; a quantized shared_expert follows its
-// routed_moe).
+// routed_moe). With an fp8 KV cache attention gets no per-layer override
+// (Quark's format gives every k/v projection one spec, candidate_export.h),
+// so the MLP override is dropped where attention would have to rise.
 //
 // Order: modelled_gain descending, then predicted_kld ascending, then the
 // config's canonical string; rank = position (1-based).
