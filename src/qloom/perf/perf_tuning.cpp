@@ -198,8 +198,8 @@ TuningResult optimize_quantized(const std::filesystem::path& baseline_dir, const
     const std::unique_ptr<Workload> b = open_workload(quantized_dir, spec, trial, &cache);
     return abba(*a, settings_label(best), *b, settings_label(trial), options.limits, log);
   };
-  const SearchOutcome s =
-      search_knobs(r.initial_settings, plans, r.initial_abba.gain, options.target_gain, options.max_trials, compare, log);
+  const SearchOutcome s = search_knobs(r.initial_settings, plans, r.initial_abba.gain, options.target_gain,
+                                       options.max_trials, compare, log);
   r.trials = s.trials;
   r.stop_reason = plans.empty() ? "nothing tunable" : s.stop_reason;
   r.final_settings = s.best;

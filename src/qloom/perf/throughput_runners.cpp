@@ -215,7 +215,8 @@ class ServerWorkload final : public Workload {
 };
 
 ServerWorkload::ServerWorkload(const fs::path& dir, const ThroughputSpec& spec) {
-  const engine::ModelConfig cfg = engine::ModelConfig::parse(io::ModelDir::open(dir).config(), (dir / "config.json").string());
+  const engine::ModelConfig cfg =
+      engine::ModelConfig::parse(io::ModelDir::open(dir).config(), (dir / "config.json").string());
   check_spec(spec, 0);  // the server enforces its own context (HTTP 400, quoted in the error)
   model_dir_ = fs::absolute(dir).lexically_normal().string();
   spec_ = spec;
@@ -253,9 +254,11 @@ ServerWorkload::Answer ServerWorkload::request(io::HttpClient& http, size_t inde
     if (!retry || attempt >= kMaxRetries) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
   }
-  if (!r.transport_ok) throw_not_found(url, "--server", "the server did not answer: " + r.error, "check that it is up");
+  if (!r.transport_ok)
+    throw_not_found(url, "--server", "the server did not answer: " + r.error, "check that it is up");
   if (r.status != 200)
-    throw_invalid(url, "--server", "the server answered HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300),
+    throw_invalid(url, "--server",
+                  "the server answered HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300),
                   "check --isl / --osl against the server's context and --bench-concurrency against its limit");
   Answer a;
   a.ms = ms_between(t0, Clock::now());
