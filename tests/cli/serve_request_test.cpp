@@ -74,6 +74,21 @@ TEST(ServeRequest, DefaultsAreDocumented) {
   EXPECT_EQ(r.gen.sampling.top_p, 1.0);
   EXPECT_EQ(r.gen.sampling.seed, kDefaultSeed);
   EXPECT_FALSE(r.gen.stream);
+  EXPECT_FALSE(r.gen.ignore_eos);
+  EXPECT_EQ(r.gen.min_tokens, 0);
+}
+
+// vLLM's extensions that the throughput benchmark sends (qloom perf --server).
+TEST(ServeRequest, IgnoreEosAndMinTokens) {
+  const auto r = parse_completion_request(R"({"prompt":[5,6],"max_tokens":8,"min_tokens":8,"ignore_eos":true})");
+  EXPECT_TRUE(r.gen.ignore_eos);
+  EXPECT_EQ(r.gen.min_tokens, 8);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"min_tokens":2})").gen.min_tokens, 2);
+  EXPECT_EQ(completion_refusal(R"({"prompt":"x","ignore_eos":1})").param, "ignore_eos");
+  EXPECT_EQ(completion_refusal(R"({"prompt":"x","min_tokens":-1})").param, "min_tokens");
+  EXPECT_EQ(completion_refusal(R"({"prompt":"x","min_tokens":1.5})").param, "min_tokens");
+  EXPECT_EQ(completion_refusal(R"({"prompt":"x","max_tokens":3,"min_tokens":4})").param, "min_tokens");
+  EXPECT_EQ(completion_refusal(R"({"prompt":"x","max_tokens":3,"min_tokens":4})").status, 400);
 }
 
 TEST(ServeRequest, MalformedBodiesAre400) {

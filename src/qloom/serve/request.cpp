@@ -91,6 +91,13 @@ GenParams parse_gen(const Json& j, bool chat) {
     g.include_usage = boolean(j["stream_options"], "include_usage", false);
   }
   if (present(j, "n") && integer(j["n"], "n") != 1) throw_bad_request("only n = 1 is supported", "n");
+  g.ignore_eos = boolean(j, "ignore_eos", false);
+  if (present(j, "min_tokens")) {
+    g.min_tokens = integer(j["min_tokens"], "min_tokens");
+    if (g.min_tokens < 0) throw_bad_request("'min_tokens' must not be negative", "min_tokens");
+    if (g.max_tokens && g.min_tokens > *g.max_tokens)
+      throw_bad_request("'min_tokens' must be at most 'max_tokens'", "min_tokens");
+  }
   return g;
 }
 

@@ -7,7 +7,10 @@
 // server), max_tokens (chat: also max_completion_tokens; null = the default),
 // temperature [0, 2] (default 1; 0 = greedy), top_p (0, 1] (default 1), seed
 // (any integer; absent = kDefaultSeed), stop (a string or up to kMaxStops
-// strings), stream, stream_options.include_usage, n (only 1).
+// strings), stream, stream_options.include_usage, n (only 1), and vLLM's
+// extensions ignore_eos (bool, default false: generate past EOS tokens) and
+// min_tokens (>= 0, default 0: no EOS and no stop string ends the output
+// before that many tokens; the EOS logits are masked until then).
 // Completions: prompt = a string, a list of strings, a list of token ids, or
 // a list of token-id lists (lm-eval's tokenized requests); echo; logprobs
 // (0..kMaxLogprobs, null = none). Chat: messages (role + string content or
@@ -36,6 +39,8 @@ struct GenParams {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;
+  bool ignore_eos = false;
+  int64_t min_tokens = 0;
 };
 
 struct Prompt {

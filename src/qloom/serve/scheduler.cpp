@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <span>
 #include <unordered_map>
 
@@ -205,18 +206,22 @@ void Scheduler::emit(Active& a, bool final) {
 
 // One decode step; false when the sequence finished.
 bool Scheduler::step(Active& a) {
+  const bool early = int64_t(a.result.tokens.size()) < a.spec->min_tokens;
+  if (early)
+    for (int32_t id : opt_.eos_ids)
+      if (id >= 0 && size_t(id) < a.logits.size()) a.logits[size_t(id)] = -std::numeric_limits<float>::infinity();
   const int32_t next = a.sampler.sample(a.logits);
   if (a.spec->top_logprobs >= 0) a.result.token_logprobs.push_back(logprob_of(a.logits.data(), next, a.spec->top_logprobs));
   a.result.tokens.push_back(next);
   ++tokens_generated_;
   const bool eos = std::find(opt_.eos_ids.begin(), opt_.eos_ids.end(), next) != opt_.eos_ids.end();
-  if (eos) {
+  if (eos && !a.spec->ignore_eos) {
     a.result.finish_reason = "stop";
     return false;
   }
   a.text_ids.push_back(next);
   a.text = tok_.decode(a.text_ids, true);
-  if (has_stop(a.text, a.spec->stop)) {
+  if (!early && has_stop(a.text, a.spec->stop)) {
     a.result.finish_reason = "stop";
     return false;
   }

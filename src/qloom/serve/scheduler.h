@@ -15,7 +15,10 @@
 // Generation stops at an EOS id (finish "stop"; the token is reported in
 // tokens/logprobs and usage but not in the text), when the decoded text
 // (skip_special_tokens) holds a stop string (finish "stop", the text cut
-// before it), or after max_tokens (finish "length").
+// before it), or after max_tokens (finish "length"). vLLM's extensions:
+// ignore_eos (EOS ids do not stop) and min_tokens (the EOS ids' logits are
+// set to -inf before sampling, and stop strings are not checked, until
+// min_tokens tokens exist).
 #pragma once
 
 #include <atomic>
@@ -46,6 +49,8 @@ struct SeqSpec {
   std::vector<std::string> stop;
   bool prompt_logprobs = false;  // log-probabilities of prompt tokens 1..n-1
   int top_logprobs = -1;         // -1: no log-probabilities; k: the chosen token's and the top k
+  bool ignore_eos = false;       // an EOS token does not end the sequence (it stays in tokens / usage)
+  int64_t min_tokens = 0;        // before this many tokens: EOS logits masked, stop strings not checked
 };
 
 struct TokenLogprob {

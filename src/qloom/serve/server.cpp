@@ -92,6 +92,7 @@ struct Server::Impl {
   void check_ids(const std::vector<int32_t>& ids, const char* param) const;
   int64_t resolve_max_tokens(std::optional<int64_t> given, bool chat, int64_t prompt, const char* param) const;
   SeqSpec base_spec(const GenParams& g) const;
+  void check_min_tokens(const SeqSpec& s) const;
   ResponseHead head(const char* prefix);
   Json model_card() const;
   void completions(const httplib::Request& req, httplib::Response& res);
@@ -168,7 +169,16 @@ SeqSpec Server::Impl::base_spec(const GenParams& g) const {
   SeqSpec s;
   s.sampling = g.sampling;
   s.stop = g.stop;
+  s.ignore_eos = g.ignore_eos;
+  s.min_tokens = g.min_tokens;
   return s;
+}
+
+void Server::Impl::check_min_tokens(const SeqSpec& s) const {
+  if (s.min_tokens > s.max_tokens)
+    throw_bad_request("'min_tokens' " + std::to_string(s.min_tokens) + " is over max_tokens " +
+                          std::to_string(s.max_tokens),
+                      "min_tokens");
 }
 
 ResponseHead Server::Impl::head(const char* prefix) {
@@ -191,6 +201,7 @@ void Server::Impl::completions(const httplib::Request& req, httplib::Response& r
     s.prompt = p.is_text ? tok.encode(p.text, true) : p.ids;
     check_ids(s.prompt, "prompt");
     s.max_tokens = resolve_max_tokens(r.gen.max_tokens, false, int64_t(s.prompt.size()), "prompt");
+    check_min_tokens(s);
     s.prompt_logprobs = r.echo && r.logprobs >= 0;
     s.top_logprobs = r.logprobs;
     texts.push_back(!r.echo ? std::string() : p.is_text ? p.text : tok.decode(p.ids, false));
@@ -218,6 +229,7 @@ void Server::Impl::chat_completions(const httplib::Request& req, httplib::Respon
   s.prompt = tok.encode(chat->render(r.messages, true, r.template_kwargs), false);
   check_ids(s.prompt, "messages");
   s.max_tokens = resolve_max_tokens(r.gen.max_tokens, true, int64_t(s.prompt.size()), "messages");
+  check_min_tokens(s);
   s.top_logprobs = r.logprobs;
   std::vector<SeqSpec> specs;
   specs.push_back(std::move(s));
