@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "qloom/agent/artifact_schema.h"
 #include "qloom/core/error.h"
 #include "qloom/perf/report_facts_internal.h"
 #include "qloom/perf/report_format.h"
@@ -164,6 +165,19 @@ Json comparable_facts(Json f) {
     for (const char* k : {"baseline_tokens_per_s", "quantized_tokens_per_s", "gain", "target_met", "abba", "stable"})
       f["performance"].erase(k);
   return f;
+}
+
+const Json& check_final_facts(const Json& facts, const std::string& file) {
+  agent::require_valid_artifact("perf_final", nlohmann::json(facts), file);
+  return facts;
+}
+
+const Json& check_breakdown_facts(const Json& facts, const std::string& file) {
+  agent::require_valid_artifact("perf_session_breakdown", nlohmann::json(facts), file);
+  nlohmann::json fin = facts.at("final");
+  fin["generated_at"] = facts.at("generated_at");
+  agent::require_valid_artifact("perf_final", fin, file + " (final)");
+  return facts;
 }
 
 }  // namespace qloom::perf

@@ -58,4 +58,12 @@ nlohmann::ordered_json build_session_breakdown(const nlohmann::ordered_json& sta
 // uninterrupted one.
 nlohmann::ordered_json comparable_facts(nlohmann::ordered_json final_facts);
 
+// Throw Error(kInvalidInput) naming `file` and the violations when the
+// document does not match schemas/perf_final.schema.json /
+// schemas/perf_session_breakdown.schema.json (the breakdown's "final" is
+// checked against perf_final too); return the document. The renderers call
+// these first, so they read only fields the schema guarantees.
+const nlohmann::ordered_json& check_final_facts(const nlohmann::ordered_json& facts, const std::string& file);
+const nlohmann::ordered_json& check_breakdown_facts(const nlohmann::ordered_json& facts, const std::string& file);
+
 }  // namespace qloom::perf

@@ -111,4 +111,31 @@ std::string config_label(const nlohmann::ordered_json& config) {
   return out.empty() ? "—" : out;
 }
 
+std::string MdTable::str() const {
+  auto line = [](const std::vector<std::string>& cells) {
+    std::string s = "|";
+    for (const auto& c : cells) s += c + "|";
+    return s + "\n";
+  };
+  std::vector<std::string> rule;
+  for (size_t i = 0; i < head.size(); ++i) {
+    const char a = i < align.size() ? align[i] : 'l';
+    rule.push_back(a == 'r' ? "---:" : a == 'c' ? ":---:" : "---");
+  }
+  std::string out = line(head) + line(rule);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::string md_cell(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return md_code(v.get<std::string>());
+  if (v.is_structured()) return md_code(v.dump());
+  return md_text(display(v));
+}
+
+std::string md_num(const nlohmann::ordered_json& v, int decimals) {
+  if (!v.is_number()) return v.is_null() ? "—" : md_cell(v);
+  return fmt_fixed(v.get<double>(), decimals);
+}
+
 }  // namespace qloom::perf

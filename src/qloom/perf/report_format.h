@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,5 +45,22 @@ std::string md_text(std::string_view s);
 // {"self_attn":"fp8","dense_mlp":"int4_wo_128"} -> "self_attn=fp8 dense_mlp=int4_wo_128"
 // in the object's key order; non-string values as compact JSON; null -> "—".
 std::string config_label(const nlohmann::ordered_json& config);
+
+// A GitHub-flavoured Markdown table (lm-eval's layout): `align` holds one of
+// 'l', 'r', 'c' per column; cells are inserted as given (escape them with
+// md_code / md_text first). str() pads nothing, so the bytes do not depend
+// on display widths.
+struct MdTable {
+  std::vector<std::string> head;
+  std::string align;
+  std::vector<std::vector<std::string>> rows;
+  std::string str() const;
+};
+
+// A table cell for a JSON value: strings and containers (compact JSON) as
+// md_code, other scalars through display() and md_text.
+std::string md_cell(const nlohmann::ordered_json& v);
+// A number with `decimals` decimals, or "—" for null.
+std::string md_num(const nlohmann::ordered_json& v, int decimals);
 
 }  // namespace qloom::perf
