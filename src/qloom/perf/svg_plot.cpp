@@ -156,8 +156,7 @@ std::string svg_pareto_scatter(const ScatterSpec& spec) {
   axes(svg, f, x, xt, y, yt, true, spec.x_label, spec.y_label);
   if (spec.threshold) {
     svg.line(f.left, y(*spec.threshold), f.right, y(*spec.threshold), "stroke=\"#dc2626\" stroke-dasharray=\"5 3\"");
-    svg.text(f.right - 4, y(*spec.threshold) - 5, "threshold " + fmt_percent(*spec.threshold, 2),
-             "text-anchor=\"end\" fill=\"#dc2626\"");
+    svg.text(f.left + 4, y(*spec.threshold) - 5, "threshold " + fmt_percent(*spec.threshold, 2), "fill=\"#dc2626\"");
   }
   std::vector<const ScatterPoint*> front;
   for (const auto& p : spec.points)
@@ -171,7 +170,7 @@ std::string svg_pareto_scatter(const ScatterSpec& spec) {
   for (const auto& p : spec.points) {
     svg.circle(x(p.x), y(p.y), 5,
                std::string("fill=\"") + (p.pareto ? "#2563eb" : "#93c5fd") + "\" stroke=\"#1e3a8a\"", p.tooltip);
-    if (p.pareto || p.winner) svg.text(x(p.x) + 8, y(p.y) - 6, p.label, "fill=\"#1e3a8a\" font-size=\"11\"");
+    if (p.pareto || p.winner) svg.text(x(p.x) + 8, y(p.y) + 4, p.label, "fill=\"#1e3a8a\" font-size=\"11\"");
     if (p.y_real)
       svg.path(diamond(x(p.x), y(*p.y_real), 6), std::string("fill=\"") + (p.real_passed ? "#16a34a" : "#dc2626") + "\"",
                p.tooltip);
@@ -212,9 +211,12 @@ void heat_legend(Svg& svg, double x, double y, double lo, double hi, const std::
 }  // namespace
 
 std::string svg_heatmap(const HeatSpec& spec) {
-  const double label_w = 170, cell_w = 104, head_h = 28;
+  // Row labels are right-aligned against the grid; ~7 px per character at 12 px.
+  size_t longest = 0;
+  for (const auto& r : spec.rows) longest = std::max(longest, r.size());
+  const double label_w = std::max(120.0, 7.0 * double(longest) + 16), cell_w = 104, head_h = 28;
   const double cell_h = spec.rows.size() > 16 ? 16 : 40;
-  const double w = std::max(label_w + cell_w * double(spec.cols.size()) + 20, 620.0);
+  const double w = std::max(label_w + cell_w * double(spec.cols.size()), label_w + 440) + 20;
   const double grid_bottom = head_h + cell_h * double(spec.rows.size());
   Svg svg(w, grid_bottom + 56, "sensitivity heat map");
   double lo = 0, hi = 0;
@@ -252,9 +254,9 @@ std::string svg_heatmap(const HeatSpec& spec) {
 
 std::string svg_bars(const BarSpec& spec) {
   const double bar_w = 90, gap = 60;
-  const double w = std::max(460.0, 90 + (bar_w + gap) * double(spec.bars.size()) + 40);
+  const double w = std::max(620.0, 90 + (bar_w + gap) * double(spec.bars.size()) + 40);
   Svg svg(w, 370, "throughput");
-  const Frame f{80, 20, w - 20, 300};
+  const Frame f{80, 20, 80 + (bar_w + gap) * double(spec.bars.size()) + 20, 300};
   double top = 0;
   for (const auto& b : spec.bars) {
     top = std::max({top, b.value, b.hi.value_or(0)});
