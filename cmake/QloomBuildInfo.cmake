@@ -7,3 +7,10 @@ if(QLOOM_SANITIZE)
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/build_info.h.in
                ${PROJECT_BINARY_DIR}/generated/qloom/build_info.h @ONLY)
+# generated/qloom/git_commit.h: the commit being built, refreshed on every
+# build (rewritten only when it changes); libqloom depends on this target.
+add_custom_target(qloom_git_commit
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+          -DOUT=${PROJECT_BINARY_DIR}/generated/qloom/git_commit.h -P ${PROJECT_SOURCE_DIR}/cmake/git_commit.cmake
+  BYPRODUCTS ${PROJECT_BINARY_DIR}/generated/qloom/git_commit.h
+  VERBATIM)
