@@ -16,9 +16,11 @@ void final_reports_step(SessionCtx& ctx) {
   s["reporting"] = {{"status", "pending"}, {"paths", nlohmann::ordered_json::object()}, {"error", nullptr},
                     {"generated_at", utc_timestamp()}};
   try {
-    ReportPaths paths = write_reports(s, ctx.dir());
+    WriteReportsOptions o;
+    o.generated_at = s["reporting"]["generated_at"].get<std::string>();
+    ReportPaths paths = write_reports(s, ctx.dir(), o);
     s["reporting"]["status"] = "written";
-    s["reporting"]["paths"] = paths.to_json();
+    s["reporting"]["paths"] = to_json(paths);
     s["reporting"]["error"] = nullptr;
   } catch (const Error& e) {
     s["reporting"]["status"] = "failed";

@@ -39,7 +39,15 @@ ProtocolLimits limits_of(const nlohmann::ordered_json& validation) {
 void record_abba(SessionCtx& ctx, const AbbaResult& r) {
   auto& s = ctx.st();
   s["performance_measurements"] = nlohmann::ordered_json::array();
-  for (const auto& leg : r.legs) s["performance_measurements"].push_back(leg.to_json());
+  // The legs in ABBA order, with the role / order / figure the reports read.
+  static const char* const kOrder[] = {"A1", "B1", "B2", "A2"};
+  for (size_t i = 0; i < r.legs.size(); ++i) {
+    nlohmann::ordered_json m = r.legs[i].to_json();
+    m["role"] = (i == 0 || i == 3) ? "baseline" : "quantized";
+    m["order"] = i < 4 ? kOrder[i] : "extra";
+    m["tokens_per_s"] = r.legs[i].median_tokens_per_s;
+    s["performance_measurements"].push_back(m);
+  }
   nlohmann::ordered_json abba = r.to_json();
   abba.erase("legs");  // the legs are performance_measurements
   s["performance_validation"]["abba"] = abba;
@@ -68,8 +76,10 @@ void optimize(SessionCtx& ctx, const fs::path& quantized) {
   if (v.contains("tuning")) return;  // done by an earlier invocation
   const ProtocolLimits limits = limits_of(v);
   ctx.timed("optimize", [&] {
-    TuningResult t = optimize_quantized(ctx.spec.base_model, quantized, throughput_spec(ctx.spec),
-                                        *ctx.spec.target_gain, limits,
+    TuningOptions o;
+    o.target_gain = ctx.spec.target_gain;
+    o.limits = limits;
+    TuningResult t = optimize_quantized(ctx.spec.base_model, quantized, throughput_spec(ctx.spec), o,
                                         [&](const std::string& line) { ctx.detail(line); });
     v["tuning"] = t.to_json();
     v["trials"] = v["tuning"]["trials"];

@@ -24,18 +24,34 @@ Json not_applicable_of(const Field& spec) {
   return out;
 }
 
-// The sensitivity table as stored, after checking every entry has a unit, a
-// precision and a KLD (what the heat map reads).
+// The sensitivity table for the reports: the measured entries with their KLD
+// under "kld" (perf/sensitivity.h stores kld_mean; "kld" is accepted too),
+// entries a precision cannot hold moved to "unfit" [{unit, precision,
+// reason}], everything else as stored.
 Json sensitivity_of(const Field& mps) {
   const Field s = mps["sensitivity"];
   if (!s.present()) return nullptr;
+  Json out = s.object();
+  out["entries"] = Json::array();
+  out["unfit"] = Json::array();
   const Field entries = s["entries"];
   for (size_t i = 0; i < entries.array().size(); ++i) {
-    entries[i]["unit"].string();
-    entries[i]["precision"].string();
-    if (entries[i]["kld"].number() < 0) entries[i]["kld"].fail("a KL divergence cannot be negative");
+    const Field e = entries[i];
+    Json row = e.object();
+    row["unit"] = e["unit"].string();
+    row["precision"] = e["precision"].string();
+    if (e["status"].present() && e["status"].one_of({"measured", "unfit"}) == "unfit") {
+      out["unfit"].push_back(Json{{"unit", row["unit"]}, {"precision", row["precision"]},
+                                  {"reason", e["reason"].opt_string()}});
+      continue;
+    }
+    const Field kld = e["kld_mean"].present() ? e["kld_mean"] : e["kld"];
+    if (kld.number() < 0) kld.fail("a KL divergence cannot be negative");
+    if (!row.contains("kld")) row["kld"] = kld.number();
+    if (!row.contains("kld_stderr") && row.contains("kld_mean_stderr")) row["kld_stderr"] = row["kld_mean_stderr"];
+    out["entries"].push_back(std::move(row));
   }
-  return s.object();
+  return out;
 }
 
 Json search_detail(const Field& st, const Json& summary) {

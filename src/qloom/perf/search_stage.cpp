@@ -103,7 +103,9 @@ void sensitivity_phase(Search& s) {
       s.save_elapsed();
       s.ctx.store.save();
       s.ctx.detail("sensitivity " + std::to_string(p.done) + "/" + std::to_string(p.total) + ": " + p.entry->unit +
-                   " at " + p.entry->precision + " KLD " + std::to_string(p.entry->kld_mean));
+                   " at " + p.entry->precision +
+                   (p.entry->status == "unfit" ? " unfit (" + p.entry->reason + ")"
+                                               : " KLD " + std::to_string(p.entry->kld_mean)));
     };
     SensitivityRun run = measure_sensitivity(s.dir, s.plan, s.reference(), o, resume ? &*resume : nullptr);
     s.m()["sensitivity"] = to_json(run.table);
