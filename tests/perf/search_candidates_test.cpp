@@ -90,7 +90,9 @@ TEST(SearchCandidates, CountsAndHierarchyDrops) {
     EXPECT_FALSE(c.proxied());
     EXPECT_TRUE(c.real_gate.is_null());
     EXPECT_EQ(hierarchy_violation(two_partitions(), c.config), "");
-    if (i) EXPECT_GE(e.queue[i - 1].search_metrics.modelled_gain, c.search_metrics.modelled_gain);
+    if (i) {
+      EXPECT_GE(e.queue[i - 1].search_metrics.modelled_gain, c.search_metrics.modelled_gain);
+    }
   }
   EXPECT_EQ(e.queue.front().config.canonical(), "self_attn=int4_wo_128,dense_mlp=int4_wo_128,kv_cache=fp8");
   // The slowest keeps the (larger) MLP at fp8 and attention native: (fp8, native) breaks the hierarchy.
@@ -272,8 +274,10 @@ TEST(SearchCandidates, LayerGranularityProtectsTheSensitiveLayers) {
   std::set<std::string> got;
   for (const CandidateEntry& c : k.queue) {
     got.insert(c.config.canonical());
-    if (c.config.kv_cache == "fp8")
-      for (const auto& [unit, prec] : c.config.layers) EXPECT_EQ(unit.find("self_attn"), std::string::npos) << unit;
+    if (c.config.kv_cache != "fp8") continue;
+    for (const auto& [unit, prec] : c.config.layers) {
+      EXPECT_EQ(unit.find("self_attn"), std::string::npos) << unit;
+    }
   }
   EXPECT_TRUE(got.count("self_attn=fp8,dense_mlp=int4_wo_128,kv_cache=fp8,layers.0.dense_mlp=fp8"));
   EXPECT_FALSE(got.count("self_attn=int4_wo_128,dense_mlp=int4_wo_128,kv_cache=fp8,layers.0.self_attn=fp8,layers.0.dense_mlp=fp8"));

@@ -7,8 +7,9 @@
 //   global       the non-native precision holding the most parameters
 //   overrides    the other quantized groups: a partition whose layers share
 //                one precision as one pattern ("*.self_attn.*", "*.experts.*",
-//                "*.shared_expert.*", dense MLP leaves "*.mlp.gate_proj"), a
-//                partition with layer overrides layer by layer
+//                "*.shared_expert.*", dense MLP leaves "*.mlp.gate_proj"), also
+//                when some of its layers are native (excluded layer by layer);
+//                a partition with quantized layer overrides layer by layer
 //                ("*.layers.3.self_attn.*", "*.layers.3.mlp.gate_proj")
 //   exclusions   native groups' patterns, linears of no partition (routers a
 //                template does not exclude), the user's --exclude-layers
