@@ -90,7 +90,9 @@ TEST(SearchCandidates, CountsAndHierarchyDrops) {
     EXPECT_FALSE(c.proxied());
     EXPECT_TRUE(c.real_gate.is_null());
     EXPECT_EQ(hierarchy_violation(two_partitions(), c.config), "");
-    if (i) EXPECT_GE(e.queue[i - 1].search_metrics.modelled_gain, c.search_metrics.modelled_gain);
+    if (i) {
+      EXPECT_GE(e.queue[i - 1].search_metrics.modelled_gain, c.search_metrics.modelled_gain);
+    }
   }
   EXPECT_EQ(e.queue.front().config.canonical(), "self_attn=int4_wo_128,dense_mlp=int4_wo_128,kv_cache=fp8");
   // The slowest keeps the (larger) MLP at fp8 and attention native: (fp8, native) breaks the hierarchy.
@@ -136,7 +138,8 @@ TEST(SearchCandidates, GainIsBaselineOverCandidate) {
   EXPECT_DOUBLE_EQ(e.baseline_bytes_per_token, estimate_bytes(plan, native, {}).bytes_per_token);
   for (const CandidateEntry& c : e.queue) {
     const BytesEstimate b = estimate_bytes(plan, c.config, {});
-    EXPECT_DOUBLE_EQ(c.search_metrics.modelled_gain, e.baseline_bytes_per_token / b.bytes_per_token);
+    EXPECT_DOUBLE_EQ(c.search_metrics.modelled_gain, std::round(e.baseline_bytes_per_token / b.bytes_per_token * 1e4) / 1e4);
+    EXPECT_NEAR(c.search_metrics.modelled_gain, e.baseline_bytes_per_token / b.bytes_per_token, 5e-5);
     EXPECT_EQ(c.search_metrics.bytes_per_token, uint64_t(std::llround(b.bytes_per_token)));
     EXPECT_GT(c.search_metrics.modelled_gain, 1.0);
   }
@@ -179,6 +182,23 @@ TEST(SearchCandidates, SharedExpertIsNativeOrFollowsRoutedMoe) {
   EXPECT_TRUE(got.count("self_attn=fp8,routed_moe=int8,shared_expert=int8,kv_cache=native"));
   EXPECT_FALSE(got.count("self_attn=fp8,routed_moe=int8,shared_expert=fp8,kv_cache=native"));
   EXPECT_TRUE(got.count("self_attn=native,routed_moe=native,shared_expert=fp8,kv_cache=native") == 0);
+}
+
+TEST(SearchCandidates, SchemesOfOneWidthTieOnGain) {
+  // fp8 and int8 store different scale bytes (bf16 vs f32 + an int8 zero
+  // point), the rounded gain ties them, and the predicted KLD orders them.
+  SensitivityTable t = two_table();
+  t.entries.push_back(entry("self_attn", "int8", 0.005));  // int8 attention: less damage than fp8 here
+  t.entries.push_back(entry("dense_mlp", "int8", 0.03));
+  EnumerationOptions o = opts({"fp8", "int8"});
+  o.kv = {"native"};
+  const Enumeration e = enumerate_candidates(two_partitions(), t, o);
+  ASSERT_EQ(e.queue.size(), 4u);
+  for (const CandidateEntry& c : e.queue) EXPECT_EQ(c.search_metrics.modelled_gain, e.queue[0].search_metrics.modelled_gain);
+  EXPECT_EQ(e.queue[0].config.canonical(), "self_attn=int8,dense_mlp=fp8,kv_cache=native");   // 0.025
+  EXPECT_EQ(e.queue[1].config.canonical(), "self_attn=fp8,dense_mlp=fp8,kv_cache=native");    // 0.03
+  EXPECT_EQ(e.queue[2].config.canonical(), "self_attn=int8,dense_mlp=int8,kv_cache=native");  // 0.035
+  EXPECT_NE(e.queue[0].search_metrics.bytes_per_token, e.queue[1].search_metrics.bytes_per_token);
 }
 
 TEST(SearchCandidates, TiesOrderByPredictedKldThenCanonical) {
@@ -254,8 +274,10 @@ TEST(SearchCandidates, LayerGranularityProtectsTheSensitiveLayers) {
   std::set<std::string> got;
   for (const CandidateEntry& c : k.queue) {
     got.insert(c.config.canonical());
-    if (c.config.kv_cache == "fp8")
-      for (const auto& [unit, prec] : c.config.layers) EXPECT_EQ(unit.find("self_attn"), std::string::npos) << unit;
+    if (c.config.kv_cache != "fp8") continue;
+    for (const auto& [unit, prec] : c.config.layers) {
+      EXPECT_EQ(unit.find("self_attn"), std::string::npos) << unit;
+    }
   }
   EXPECT_TRUE(got.count("self_attn=fp8,dense_mlp=int4_wo_128,kv_cache=fp8,layers.0.dense_mlp=fp8"));
   EXPECT_FALSE(got.count("self_attn=int4_wo_128,dense_mlp=int4_wo_128,kv_cache=fp8,layers.0.self_attn=fp8,layers.0.dense_mlp=fp8"));

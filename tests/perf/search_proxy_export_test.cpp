@@ -43,6 +43,13 @@ CandidateConfig config(const std::string& attn, const std::string& mlp, const st
   return c;
 }
 
+// fp8 attention and int8 MLP with one native layer in each, fp8 KV cache.
+CandidateConfig holes_config() {
+  CandidateConfig c = config("fp8", "int8", "fp8");
+  c.layers = {{"layers.1.self_attn", "native"}, {"layers.4.dense_mlp", "native"}};
+  return c;
+}
+
 TEST(SearchProxy, NativeScoresZeroAndSingleUnitMatchesSensitivity) {
   const ProxyScore native = score_candidate(demo(), plan(), reference(), config("native", "native"), 1);
   EXPECT_EQ(native.kld, 0.0);
@@ -174,6 +181,15 @@ TEST(SearchExport, LayerOverridesUseDisjointLayerPatterns) {
   EXPECT_EQ(r.exclude_layers, (std::vector<std::string>{"*.layers.0.self_attn.*", "*.layers.1.self_attn.*",
                                                         "*.layers.3.self_attn.*", "*.layers.4.self_attn.*"}));
   EXPECT_TRUE(r.layer_quant_scheme.empty());
+  // Native layers inside a quantized partition keep the partition's pattern.
+  const CandidateConfig holes = holes_config();
+  const exporter::QuantizeOptions h = export_options(demo(), plan(Granularity::kLayer), holes, settings("/tmp/x"));
+  EXPECT_EQ(h.quant_scheme, "int8");
+  EXPECT_EQ(h.layer_quant_scheme, (std::vector<std::pair<std::string, std::string>>{
+                                      {"*.self_attn.o_proj", "fp8"}, {"*.self_attn.q_proj", "fp8"}}));
+  EXPECT_EQ(h.exclude_layers, (std::vector<std::string>{"*.layers.1.self_attn.*", "*.layers.4.mlp.down_proj",
+                                                        "*.layers.4.mlp.gate_proj", "*.layers.4.mlp.up_proj"}));
+  EXPECT_EQ(selected_schemes(demo(), h), intended_schemes(demo(), plan(Granularity::kLayer), holes));
   // Per-layer k/v precisions cannot be written under an fp8 KV cache.
   CandidateConfig kv = c;
   kv.kv_cache = "fp8";
@@ -247,6 +263,7 @@ TEST(SearchExport, MixedCheckpointsQuantizeAndValidate) {
   CandidateConfig c = config("fp8", "fp8");
   c.layers = {{"layers.0.self_attn", "int8"}, {"layers.3.self_attn", "native"}, {"layers.4.dense_mlp", "ptpc_fp8"}};
   export_and_validate(c, Granularity::kLayer);
+  export_and_validate(holes_config(), Granularity::kLayer);
   CandidateConfig k = config("fp8", "fp8", "fp8");
   k.layers = {{"layers.1.dense_mlp", "int8"}, {"layers.4.dense_mlp", "ptpc_fp8"}};
   export_and_validate(k, Granularity::kLayer);

@@ -89,12 +89,19 @@ exporter::QuantizeOptions build(const PartitionPlan& plan, const CandidateConfig
   Emitter em{kv_modules, o.quant_scheme, {}, {}};
   for (const std::string& part : plan.partitions) {
     const auto units = plan.units_of(part);
-    const bool uniform = std::all_of(units.begin(), units.end(),
-                                     [&](const SearchUnit* u) { return c.precision_of(*u) == c.precision_of(part); });
-    if (!exact && uniform) {
+    const std::string prec = c.precision_of(part);
+    // Layers at the partition's precision share its pattern; native layers are
+    // exclusions (which win over any pattern), so they do not break that.
+    const bool shared = std::all_of(units.begin(), units.end(), [&](const SearchUnit* u) {
+      return c.precision_of(*u) == prec || c.precision_of(*u) == kNative;
+    });
+    if (!exact && shared) {
       std::vector<UnitModule> mods;
-      for (const SearchUnit* u : units) mods.insert(mods.end(), u->modules.begin(), u->modules.end());
-      em.add(mods, part, c.precision_of(part), Scope::kPartition);
+      for (const SearchUnit* u : units) {
+        if (c.precision_of(*u) == prec) mods.insert(mods.end(), u->modules.begin(), u->modules.end());
+        else em.add(u->modules, part, kNative, Scope::kLayer);
+      }
+      em.add(mods, part, prec, Scope::kPartition);
       continue;
     }
     for (const SearchUnit* u : units)

@@ -34,6 +34,10 @@ double kv_bytes_per_token(const ModelGeometry& g, const std::string& kv, const B
   return b;
 }
 
+// Gains differing only by a few scale bytes are the same speed: round to 1e-4
+// so that such configs tie and their predicted KLD decides.
+double round_gain(double g) { return std::round(g * 1e4) / 1e4; }
+
 CandidateEntry make_entry(const PartitionPlan& plan, const SensitivityTable& s, CandidateConfig c, const BytesModel& m,
                           double baseline) {
   CandidateEntry e;
@@ -41,7 +45,7 @@ CandidateEntry make_entry(const PartitionPlan& plan, const SensitivityTable& s, 
   e.search_metrics.predicted_kld = predicted_kld(plan, s, c);
   e.search_metrics.bits_per_weight = b.bits_per_weight;
   e.search_metrics.bytes_per_token = uint64_t(std::llround(b.bytes_per_token));
-  e.search_metrics.modelled_gain = baseline / b.bytes_per_token;
+  e.search_metrics.modelled_gain = round_gain(baseline / b.bytes_per_token);
   e.config = std::move(c);
   return e;
 }

@@ -20,7 +20,9 @@
 //                x head_dim x C x (1 byte fp8 | the model dtype's bytes)
 //   activations every linear reads its input (in_features x activation_bits
 //                of its precision) and writes its output (out_features x 16 bits)
-// modelled_gain = bytes_per_token(all native) / bytes_per_token(candidate).
+// modelled_gain = bytes_per_token(all native) / bytes_per_token(candidate),
+// rounded to 1e-4 (configs whose bytes differ only by scale bytes, e.g. fp8
+// vs int8, then tie and the predicted KLD orders them).
 // bits_per_weight: stored bits per weight element over the searched units.
 // predicted_kld = sum of the units' measured sensitivities at their
 // precisions (+ the kv_cache entry at fp8): additive, first-order.
