@@ -187,6 +187,23 @@ TEST(SearchWalk, ResumeFromThePersistedQueueGivesTheSameNextStep) {
   EXPECT_EQ(next_step(q, o).index, 3u);
 }
 
+TEST(SearchWalk, APassMovesToTheBestPredictedMemberOfTheNearestFasterTie) {
+  // Index 0 alone, indices 1-3 one group of equal gain (predicted 0.1, 0.5,
+  // 0.9: the queue orders a group by predicted KLD), index 4 the start.
+  std::vector<CandidateEntry> q = queue({0.8, 0.1, 0.5, 0.9, 0.01});
+  for (size_t i = 1; i <= 3; ++i) q[i].search_metrics.modelled_gain = 2.5;
+  const WalkOptions o = gap(0.02);
+  // 4 passes -> 1 (not 3, the group's worst) passes -> 0 fails -> down: 1 is a
+  // pass already on the path, the boundary: stop; the fastest pass is 1.
+  EXPECT_EQ(run_proxies(q, o, {false, true, true, true, true}), (std::vector<size_t>{4, 1, 0}));
+  EXPECT_EQ(next_step(q, o).kind, Kind::kGate);
+  EXPECT_EQ(next_step(q, o).index, 1u);
+  // When the group's best fails, the walk moves down to the next slower.
+  std::vector<CandidateEntry> r = queue({0.8, 0.1, 0.5, 0.9, 0.01});
+  for (size_t i = 1; i <= 3; ++i) r[i].search_metrics.modelled_gain = 2.5;
+  EXPECT_EQ(run_proxies(r, o, {false, false, true, true, true}), (std::vector<size_t>{4, 1, 2}));
+}
+
 TEST(SearchWalk, UnknownStatusIsRefused) {
   auto q = queue({0.1});
   q[0].status = "done";

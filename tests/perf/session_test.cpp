@@ -174,5 +174,45 @@ TEST_F(PerfSession, StoredRunSpecWinsOnResume) {
   EXPECT_TRUE(warned);
 }
 
+TEST_F(PerfSession, MeasureRecordsAbbaLegsAndOptimizeBelowTargetIsPerfBelowTarget) {
+  PerfRunOptions o = options({"strategy", "int8"});
+  o.command.spec.isl = 8;
+  o.command.spec.osl = 4;
+  o.command.spec.bench_concurrency = 2;
+  o.command.target_gain_text = "50x";  // out of reach on the simulated runtime
+  finish_perf_command(o.command);
+  ASSERT_EQ(o.command.spec.performance_mode, "optimize");
+  PerfOutcome out = run_perf_session(o);
+  EXPECT_EQ(out.terminal_result, "perf_below_target");
+  auto state = read_session_file(out.session_dir, "state.json");
+  EXPECT_EQ(state["terminal_stage"], "perf_failed");
+  EXPECT_EQ(state["performance_status"], "target_not_met");
+  ASSERT_EQ(state["performance_measurements"].size(), 4u);
+  EXPECT_EQ(state["performance_measurements"][0]["role"], "baseline");
+  EXPECT_EQ(state["performance_measurements"][1]["order"], "B1");
+  EXPECT_EQ(state["performance_measurements"][1]["runtime"], "simulate");
+  EXPECT_GT(state["performance_validation"]["gain"].get<double>(), 0);
+  EXPECT_TRUE(state["performance_validation"].contains("trials"));
+  expect_session_files_valid(out.session_dir);
+  EXPECT_EQ(out.final_json["result"], "perf_below_target");
+}
+
+TEST_F(PerfSession, LayerGranularitySearchExportsPerLayerConfigs) {
+  PerfRunOptions o = options({});
+  o.command.spec.layer_precision_candidates = {"native", "fp8", "int8"};
+  o.command.spec.granularity = "layer";
+  o.command.spec.kv_cache_precision_candidates = {"native"};
+  finish_perf_command(o.command);
+  PerfOutcome out = run_perf_session(o);
+  ASSERT_EQ(out.terminal_result, "success") << out.final_json.dump(2);
+  auto state = read_session_file(out.session_dir, "state.json");
+  EXPECT_EQ(state["mix_precision_search"]["result"]["granularity"], "layer");
+  EXPECT_EQ(state["mix_precision_search"]["sensitivity"]["granularity"], "layer");
+  int layer_variants = 0;  // candidates that move single layers off their partition's precision
+  for (const auto& c : state["mix_precision_search"]["candidate_queue"]) layer_variants += c["config"].contains("layers");
+  EXPECT_GT(layer_variants, 0);
+  expect_session_files_valid(out.session_dir);
+}
+
 }  // namespace
 }  // namespace qloom::perf

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "qloom/build_info.h"
+#include "qloom/git_commit.h"
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/engine/tokenizer.h"
@@ -77,7 +78,7 @@ nlohmann::ordered_json fingerprint_inputs(const fs::path& model_dir, const GateS
   const GateMetric m = resolve_gate_metric(spec);
   json j;
   j["format"] = kFingerprintFormat;
-  j["qloom"] = {{"version", build::kVersion}, {"build_type", build::kBuildType},
+  j["qloom"] = {{"version", build::kVersion}, {"git_commit", build::kGitCommit}, {"build_type", build::kBuildType},
                 {"compiler", build::kCompiler}, {"flags", build::kFlags}, {"isa", isa_name(best_isa())}};
   j["model"] = model_inputs(model_dir);
   j["task"] = m.task;

@@ -5,7 +5,8 @@
 //
 // The score is cached per runtime fingerprint: sha256 over the canonical JSON
 // of fingerprint_inputs() —
-//   qloom: version, build type, compiler, build flags (build_info.h) and the
+//   qloom: version, git commit (git_commit.h), build type, compiler, build
+//          flags (build_info.h) and the
 //          kernels' ISA (core/convert.h best_isa())
 //   model: sha256 of config.json's bytes; per *.safetensors file its size and
 //          the sha256 of its header (8-byte length + JSON); the sha256 of a

@@ -24,16 +24,25 @@ bool skipped(const CandidateEntry& e) { return e.status == kStatusSkipped; }
 
 // The nearest index from `cur` in direction `dir` (-1 up / faster, +1 down /
 // slower) the walk may move to, or nullopt (see the header's boundary rule).
+// Moving up lands on the most promising member of the nearest faster group
+// of equal modelled gain: the queue orders a group by predicted KLD, so
+// that is the group's first candidate the walk may still reach.
 std::optional<size_t> move_from(const std::vector<CandidateEntry>& q, const WalkOptions& o,
                                 const std::set<size_t>& visited, size_t cur, bool passed) {
   const long dir = passed ? -1 : 1;
+  std::optional<size_t> found;
   for (long i = long(cur) + dir; i >= 0 && i < long(q.size()); i += dir) {
     const size_t at = size_t(i);
+    if (found && q[at].search_metrics.modelled_gain != q[*found].search_metrics.modelled_gain) break;
     if (skipped(q[at])) continue;
-    if (!visited.count(at)) return at;
-    if (passes_proxy(q[at], o) != passed) return std::nullopt;  // the boundary
+    if (!visited.count(at)) {
+      found = at;
+      if (!passed) break;  // moving down: the nearest slower is its group's best
+      continue;
+    }
+    if (passes_proxy(q[at], o) != passed) break;  // the boundary
   }
-  return std::nullopt;
+  return found;
 }
 
 size_t proxied_count(const std::vector<CandidateEntry>& q) {

@@ -8,8 +8,11 @@
 //          kld_budget(accuracy_gap, eval_task); when none fits, the one with
 //          the smallest predicted_kld (fastest on ties).
 //   move   a candidate PASSES the proxy when relative_change <= accuracy_gap;
-//          a pass moves up (to the nearest faster candidate not yet on the
-//          path), a fail moves down (nearest slower). A move stops at the
+//          a pass moves up (to the nearest faster group of equal modelled
+//          gain, at its best-predicted member not yet on the path — the
+//          queue orders a group by predicted KLD, so a tie never sends the
+//          walk to the group's worst candidate first), a fail moves down
+//          (nearest slower). A move stops at the
 //          boundary: moving up never crosses a candidate already failed on
 //          the path, moving down never crosses one already passed (the
 //          fastest pass next to a fail is then known).
