@@ -131,6 +131,30 @@ TEST_F(PerfSession, BaseBelowTheFloorIsBaseUnhealthyAndStaysSo) {
             state["baseline_reference"]);
 }
 
+TEST_F(PerfSession, RetryAccuracyGateReopensAFailedSessionAndReexportsAMissingCheckpoint) {
+  PerfRunOptions o = options({"strategy", "int8", "gap", "0.0001"});
+  PerfOutcome out = run_perf_session(o);
+  ASSERT_EQ(out.terminal_result, "accuracy_failed");
+  PerfRunOptions retry = o;
+  retry.command.retry_accuracy_gate = true;
+  PerfOutcome again = run_perf_session(retry);
+  EXPECT_EQ(again.terminal_result, "accuracy_failed");
+  auto state = read_session_file(out.session_dir, "state.json");
+  ASSERT_EQ(state["accuracy_attempts"].size(), 2u);
+  EXPECT_EQ(state["accuracy_attempts"][1]["attempt"], 2);
+  EXPECT_EQ(state["accuracy_attempts"][0]["gap"], state["accuracy_attempts"][1]["gap"]);  // deterministic
+  fs::remove_all(out.session_dir / "quant_ckpt");
+  run_perf_session(retry);
+  state = read_session_file(out.session_dir, "state.json");
+  EXPECT_EQ(state["accuracy_attempts"].size(), 3u);
+  EXPECT_TRUE(fs::exists(out.session_dir / "quant_ckpt" / "config.json"));
+  EXPECT_TRUE(fs::exists(out.session_dir / "agent" / "invocation-3" / "assessment.json"));
+  // Without the flag a failed session stays as it is.
+  run_perf_session(o);
+  EXPECT_EQ(read_session_file(out.session_dir, "state.json")["accuracy_attempts"].size(), 3u);
+  expect_session_files_valid(out.session_dir);
+}
+
 TEST_F(PerfSession, OneOrchestratorPerSession) {
   SessionStore first(tmp_ / "locked");
   Error e = test::catch_error([&] { SessionStore second(tmp_ / "locked"); });

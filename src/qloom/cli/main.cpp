@@ -2,7 +2,8 @@
 //   0 success, 1 internal error, 2 bad input or bad command line, 3 I/O failure
 //   while writing (disk full, permission), 4 `validate` ran and a check failed
 //   or `run` stopped with an outcome (blocked.md), 5 `run` finished unverified
-//   (eval skipped or its gap unresolved at the sample size).
+//   (eval skipped or its gap unresolved at the sample size), 6 a `perf` session
+//   ended with another result than success (final.json names it).
 #include <exception>
 #include <iostream>
 

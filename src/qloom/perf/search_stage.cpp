@@ -220,7 +220,9 @@ void finish_search(Search& s, std::vector<CandidateEntry>& q, const std::string&
   std::optional<size_t> winner;
   for (size_t i = 0; i < q.size(); ++i) {
     if (q[i].status == kStatusAccepted) winner = i;
-    if (q[i].status == kStatusPending && !q[i].proxied()) q[i].status = kStatusSkipped;
+    // Candidates the real gate never judged end "skipped" (their proxy
+    // scores, if any, stay in search_metrics / relative_change).
+    if (q[i].status == kStatusPending) q[i].status = kStatusSkipped;
   }
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (const auto& c : q)

@@ -92,7 +92,15 @@ void run_work_steps(SessionCtx& ctx) {
 }  // namespace
 
 PerfOutcome run_perf_session(const PerfRunOptions& options) {
-  SessionStore store(resolve_session_dir(options.command));
+  const fs::path dir = resolve_session_dir(options.command);
+  // A new session for a model that is not there leaves no directory behind.
+  if (!fs::exists(dir / "state.json"))
+    for (const std::string& m : {options.command.spec.model, options.command.spec.base_model})
+      if (!fs::is_directory(m))
+        throw Error(ErrorKind::kNotFound, m, m == options.command.spec.model ? "--model" : "--base-model",
+                    "not a model directory",
+                    "pass a local HF model directory (qloom convert makes one from a GGUF; hub ids: download first)");
+  SessionStore store(dir);
   SessionCtx ctx{store, options.command.spec, options, options.log};
   ctx.say("session " + store.dir().string());
   init_or_resume_state(ctx, options.command.spec);  // ctx.spec becomes the stored run_spec

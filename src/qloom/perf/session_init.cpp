@@ -144,9 +144,10 @@ void apply_reopen_actions(SessionCtx& ctx, bool retry_accuracy_gate, bool rechec
     s["performance_measurements"] = nlohmann::ordered_json::array();
     s["performance_status"] = ctx.spec.performance_mode == "off" ? "not_requested" : "pending";
     if (s["mix_precision_search"].is_object()) {
-      // Candidates the real gate judged go back to the queue; proxy scores stay.
+      // Every candidate goes back to the queue (the search's end marks the
+      // ones it did not gate "skipped"); proxy scores stay.
       for (auto& c : s["mix_precision_search"]["candidate_queue"])
-        if (c["status"] == "accepted" || c["status"] == "rejected") {
+        if (c["status"] != "pending") {
           c["status"] = "pending";
           c["real_gate"] = nullptr;
         }
