@@ -20,22 +20,6 @@ void require_finite(double v, const char* what) {
   if (!std::isfinite(v)) throw Error(ErrorKind::kInvalidInput, "", what, "score is not a finite number");
 }
 
-struct MeanSd {
-  double mean = 0, sd = 0;
-};
-MeanSd mean_sd(const std::vector<double>& v) {
-  MeanSd r;
-  if (v.empty()) return r;
-  double s = 0;
-  for (double x : v) s += x;
-  r.mean = s / double(v.size());
-  if (v.size() < 2) return r;
-  double ss = 0;
-  for (double x : v) ss += (x - r.mean) * (x - r.mean);
-  r.sd = std::sqrt(ss / double(v.size() - 1));
-  return r;
-}
-
 void check_pairs(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size())
     throw Error(ErrorKind::kUsage, "", "scores",
@@ -48,6 +32,19 @@ void check_pairs(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 }  // namespace
+
+MeanSd mean_sd(const std::vector<double>& v) {
+  MeanSd r;
+  if (v.empty()) return r;
+  double s = 0;
+  for (double x : v) s += x;
+  r.mean = s / double(v.size());
+  if (v.size() < 2) return r;
+  double ss = 0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  r.sd = std::sqrt(ss / double(v.size() - 1));
+  return r;
+}
 
 MetricDirection metric_direction(std::string_view metric_name) {
   const std::string m = lower(metric_name);

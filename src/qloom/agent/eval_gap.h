@@ -45,6 +45,12 @@ struct Threshold {
 };
 Threshold resolve_threshold(std::optional<double> caller, const std::filesystem::path& workspace);
 
+// Mean and sample standard deviation (n - 1; 0 for fewer than two values).
+struct MeanSd {
+  double mean = 0, sd = 0;
+};
+MeanSd mean_sd(const std::vector<double>& v);
+
 struct GapEstimate {
   std::string metric_name;
   MetricDirection direction = MetricDirection::kHigherIsBetter;

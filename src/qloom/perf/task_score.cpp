@@ -149,25 +149,8 @@ std::string utc_now() {
 
 // ---- statistics of one side ----
 
-namespace {
-
-struct MeanSd {
-  double mean = 0, sd = 0;
-};
-MeanSd mean_sd(const std::vector<double>& v) {
-  MeanSd r;
-  if (v.empty()) return r;
-  double s = 0;
-  for (double x : v) s += x;
-  r.mean = s / double(v.size());
-  if (v.size() < 2) return r;
-  double ss = 0;
-  for (double x : v) ss += (x - r.mean) * (x - r.mean);
-  r.sd = std::sqrt(ss / double(v.size() - 1));
-  return r;
-}
-
-}  // namespace
+using agent::mean_sd;
+using agent::MeanSd;
 
 std::pair<double, double> score_of_samples(const std::string& task, const std::vector<double>& values) {
   const MeanSd m = mean_sd(values);
