@@ -154,6 +154,11 @@ TEST(ThroughputProtocol, BadSpecsAreRefusedByFlag) {
   EXPECT_EQ(test::catch_error([&] { check_spec(bad, 512); }).kind(), ErrorKind::kUsage);
 }
 
+TEST(ThroughputProtocol, LimitsJsonIsTheContractBlock) {
+  EXPECT_EQ(ProtocolLimits{}.to_json().dump(),
+            R"({"timed_samples":3,"max_timed_samples":4,"extra_run_mad":0.01,"stability_relative_mad":0.015})");
+}
+
 TEST(ThroughputProtocol, BadLimitsAreRefused) {
   ProtocolLimits l;
   l.timed_samples = 0;

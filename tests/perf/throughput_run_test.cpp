@@ -155,6 +155,11 @@ TEST(ThroughputRun, BadSpecsAreRefusedBeforeRunning) {
   e = test::catch_error([&] { open_workload(QLOOM_DEMO_MODEL_DIR, s); });
   EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   EXPECT_EQ(e.item(), "--isl,--osl");
+  s = tiny();
+  s.server = "http://127.0.0.1:9";  // never contacted
+  e = test::catch_error([&] { abba(QLOOM_DEMO_MODEL_DIR, QLOOM_DEMO_MODEL_DIR, s); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  EXPECT_EQ(e.item(), "--server");
   ProtocolLimits l;
   l.max_timed_samples = 1;
   EXPECT_EQ(test::catch_error([&] { measure_throughput(QLOOM_DEMO_MODEL_DIR, "x", tiny(), l); }).kind(),

@@ -148,6 +148,11 @@ TEST(ThroughputTuning, OptimizeOnTheDemoModel) {
               optimize_quantized(QLOOM_DEMO_MODEL_DIR, QLOOM_DEMO_MODEL_DIR, spec, bad);
             }).item(),
             "--target-gain");
+  ThroughputSpec served = spec;
+  served.server = "http://127.0.0.1:9";  // never contacted: refused first
+  EXPECT_EQ(test::catch_error([&] { optimize_quantized(QLOOM_DEMO_MODEL_DIR, QLOOM_DEMO_MODEL_DIR, served, {}); })
+                .item(),
+            "--server");
 }
 
 }  // namespace

@@ -181,8 +181,16 @@ TuningResult optimize_quantized(const std::filesystem::path& baseline_dir, const
   if (options.max_trials < 0)
     throw Error(ErrorKind::kUsage, "", "max_trials", "max_trials must not be negative", "use 8");
   check_limits(options.limits);
+  ThroughputSpec base_spec = spec;
+  if (!spec.server.empty()) {
+    if (options.baseline_server.empty())
+      throw Error(ErrorKind::kUsage, spec.server, "--server",
+                  "the baseline model needs its own server (one server serves one model)",
+                  "pass the baseline server's URL as TuningOptions::baseline_server");
+    base_spec.server = options.baseline_server;
+  }
   EngineCache cache;
-  const std::unique_ptr<Workload> base = open_workload(baseline_dir, spec, {}, &cache);
+  const std::unique_ptr<Workload> base = open_workload(baseline_dir, base_spec, {}, &cache);
   const std::unique_ptr<Workload> quant = open_workload(quantized_dir, spec, {}, &cache);
   TuningResult r;
   r.target_gain = options.target_gain;

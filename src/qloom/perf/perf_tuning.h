@@ -26,8 +26,8 @@
 // is a fresh ABBA of the baseline (starting settings) against the quantized
 // model with the final settings (the starting ABBA when nothing was kept).
 //
-// Errors: what throughput.h throws; kUsage for a non-positive target or
-// max_trials < 0. Not thread-safe (one tuning run at a time).
+// Errors: what throughput.h throws; kUsage for a non-positive target,
+// max_trials < 0, or a server spec without options.baseline_server. Not thread-safe (one tuning run at a time).
 #pragma once
 
 #include <cstdint>
@@ -107,6 +107,9 @@ struct TuningOptions {
   std::optional<double> target_gain;
   int max_trials = 8;
   ProtocolLimits limits;
+  // With spec.server (the quantized model's server): the baseline model's
+  // server, required (kUsage, --server) since one server serves one model.
+  std::string baseline_server;
 };
 
 TuningResult optimize_quantized(const std::filesystem::path& baseline_dir, const std::filesystem::path& quantized_dir,

@@ -276,6 +276,10 @@ AbbaResult abba(Workload& a, const std::string& a_label, Workload& b, const std:
 AbbaResult abba(const std::filesystem::path& baseline_dir, const std::filesystem::path& quantized_dir,
                 const ThroughputSpec& spec, const ProtocolLimits& limits, const ProgressLog& log) {
   check_limits(limits);
+  if (!spec.server.empty())
+    throw Error(ErrorKind::kUsage, spec.server, "--server",
+                "one server serves one model, so it cannot be both sides of a baseline / quantized comparison",
+                "start a server per model and compare workloads opened on each (perf::abba on two Workloads)");
   const std::unique_ptr<Workload> a = open_workload(baseline_dir, spec);
   const std::unique_ptr<Workload> b = open_workload(quantized_dir, spec);
   return abba(*a, "baseline", *b, "quantized", limits, log);

@@ -183,7 +183,9 @@ AbbaResult abba_of(double a1, double b1, double b2, double a2, double max_relati
 // models' vocabularies differ and the comparison would mean nothing.
 AbbaResult abba(Workload& a, const std::string& a_label, Workload& b, const std::string& b_label,
                 const ProtocolLimits& limits = {}, const ProgressLog& log = {});
-// Convenience: baseline (A) vs quantized (B), both with `spec`.
+// Convenience: baseline (A) vs quantized (B), both in-process with `spec`.
+// A spec with a server is refused (kUsage, --server): one server serves one
+// model, so open a workload per server and use the overload above.
 AbbaResult abba(const std::filesystem::path& baseline_dir, const std::filesystem::path& quantized_dir,
                 const ThroughputSpec& spec, const ProtocolLimits& limits = {}, const ProgressLog& log = {});
 

@@ -58,6 +58,13 @@ ThroughputSpec ThroughputSpec::from_json(const Json& j, const std::string& where
   return s;
 }
 
+Json ProtocolLimits::to_json() const {
+  return {{"timed_samples", timed_samples},
+          {"max_timed_samples", max_timed_samples},
+          {"extra_run_mad", extra_run_mad},
+          {"stability_relative_mad", stability_relative_mad}};
+}
+
 void check_spec(const ThroughputSpec& spec, int64_t context) {
   if (spec.isl < 1)
     usage("--isl", "the input length must be at least 1 token (got " + std::to_string(spec.isl) + ")",

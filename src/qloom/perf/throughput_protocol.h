@@ -62,6 +62,8 @@ struct ProtocolLimits {
   int max_timed_samples = 4;
   double extra_run_mad = 0.01;
   double stability_relative_mad = 0.015;
+  // {timed_samples, max_timed_samples, extra_run_mad, stability_relative_mad}
+  nlohmann::ordered_json to_json() const;
 };
 
 // Refuses (kUsage, naming --isl / --osl / --bench-concurrency /
