@@ -193,6 +193,7 @@ void accept(Search& s, std::vector<CandidateEntry>& q, size_t i, const nlohmann:
                           {"bits_per_weight", q[i].search_metrics.bits_per_weight},
                           {"modelled_gain", q[i].search_metrics.modelled_gain}};
   st["accuracy_validation"] = v;
+  st["accuracy_validation"]["checkpoint"] = ckpt.string();  // where the gated checkpoint now lives
 }
 
 // Exports (when needed) and gates queue[i]; true when accepted.
