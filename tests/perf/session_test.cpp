@@ -155,6 +155,21 @@ TEST_F(PerfSession, RetryAccuracyGateReopensAFailedSessionAndReexportsAMissingCh
   expect_session_files_valid(out.session_dir);
 }
 
+TEST_F(PerfSession, SearchTimeoutEndsPartialTimeoutWithTheBestSoFar) {
+  PerfRunOptions o = options({});
+  o.command.spec.layer_precision_candidates = {"native", "fp8", "int8"};
+  o.command.spec.search_timeout = 1e-6;  // spent before the sensitivity measurement ends
+  PerfOutcome out = run_perf_session(o);
+  EXPECT_EQ(out.terminal_result, "accuracy_failed");  // nothing was proxy-scored, so nothing to salvage
+  auto state = read_session_file(out.session_dir, "state.json");
+  EXPECT_EQ(state["mix_precision_search"]["status"], "partial_timeout");
+  EXPECT_EQ(state["mix_precision_search"]["termination_reason"], "partial_timeout");
+  EXPECT_EQ(state["mix_precision_search"]["result"]["total_configs_evaluated"], 0);
+  EXPECT_FALSE(state["mix_precision_search"]["sensitivity"]["complete"].get<bool>());  // stopped, kept
+  EXPECT_EQ(state["failure"]["reason"], "--search-timeout reached while measuring sensitivity");
+  expect_session_files_valid(out.session_dir);
+}
+
 TEST_F(PerfSession, OneOrchestratorPerSession) {
   SessionStore first(tmp_ / "locked");
   Error e = test::catch_error([&] { SessionStore second(tmp_ / "locked"); });

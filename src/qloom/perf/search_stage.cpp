@@ -98,6 +98,7 @@ void sensitivity_phase(Search& s) {
     o.precisions = s.precisions;
     o.kv_fp8 = std::find(s.kv.begin(), s.kv.end(), "fp8") != s.kv.end();
     o.threads = s.ctx.spec.threads;
+    o.stop = [&] { return s.timed_out(); };
     o.progress = [&](const SensitivityProgress& p) {
       s.m()["sensitivity"] = to_json(*p.table);
       s.save_elapsed();
@@ -289,6 +290,12 @@ void mixed_precision_search_step(SessionCtx& ctx) {
   s.walk = {ctx.spec.accuracy_gap, ctx.spec.eval_task, uint64_t(ctx.spec.max_search_candidates)};
   init_block(s);
   sensitivity_phase(s);
+  if (!s.m()["sensitivity"]["complete"].get<bool>()) {  // --search-timeout during the measurement
+    std::vector<CandidateEntry> none;
+    finish_search(s, none, "partial_timeout", "partial_timeout");
+    ctx.terminate("failed", "accuracy_failed", "--search-timeout reached while measuring sensitivity");
+    return;
+  }
   queue_phase(s);
   walk_phase(s);
 }
