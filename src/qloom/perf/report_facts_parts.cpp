@@ -140,7 +140,10 @@ Json timings_of(const Field& state) {
   double total = 0;
   for (size_t i = 0; i < tl.size(); ++i) {
     const double s = tl[i]["seconds"].number();
-    stages.push_back(Json{{"stage", tl[i]["stage"].string()}, {"seconds", s}});
+    Json entry{{"stage", tl[i]["stage"].string()}};
+    if (tl[i]["step"].present()) entry["step"] = tl[i]["step"].string();  // the timeline's named step
+    entry["seconds"] = s;
+    stages.push_back(std::move(entry));
     total += s;
   }
   return Json{{"stages", stages}, {"total_seconds", total}};
