@@ -40,11 +40,6 @@ void SessionCtx::timed(const std::string& step, const std::function<void()>& wor
   store.save();
 }
 
-bool SessionCtx::store_state_terminal_null() const {
-  const auto& s = const_cast<SessionStore&>(store).state();
-  return !s.contains("terminal_stage") || s["terminal_stage"].is_null();
-}
-
 void SessionCtx::terminate(const std::string& terminal_stage, const std::string& result, const std::string& why) {
   st()["terminal_stage"] = terminal_stage;
   st()["terminal_result"] = result;

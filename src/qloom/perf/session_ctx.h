@@ -38,10 +38,8 @@ struct SessionCtx {
   void timed(const std::string& step, const std::function<void()>& work);
   // Records the terminal stage and result (and why), saves.
   void terminate(const std::string& terminal_stage, const std::string& result, const std::string& why);
-  bool terminal() const { return !store_state_terminal_null(); }
-
- private:
-  bool store_state_terminal_null() const;
+  // Whether a terminal stage is recorded.
+  bool terminal() { return st().contains("terminal_stage") && !st()["terminal_stage"].is_null(); }
 };
 
 // The steps (perf/session_*.cpp, perf/*_stage.cpp). Each reads what state.json
