@@ -1,15 +1,14 @@
+// The sections of final.json read from state.json (report_facts_internal.h).
 #include "qloom/perf/report_facts_internal.h"
 
-#include <cmath>
 #include <optional>
-#include <string_view>
+#include <vector>
 
 #include "qloom/build_info.h"
 #include "qloom/export/quantize_args.h"
 #include "qloom/git_commit.h"
 
-namespace qloom::perf {
-namespace detail {
+namespace qloom::perf::detail {
 
 using Json = nlohmann::ordered_json;
 
@@ -181,5 +180,4 @@ Json reproduction_of(const Field& state, const ReportContext& ctx) {
   return r;
 }
 
-}  // namespace detail
-}  // namespace qloom::perf
+}  // namespace qloom::perf::detail
