@@ -253,7 +253,11 @@ void pass_calibration(ParseState& st) {
     const std::string& n1 = st.n(i + 1);
     const std::string& n2 = st.n(i + 2);
     const bool next_is_flag = i + 1 < st.size() && st.tok[i + 1].text.rfind('-', 0) == 0;
-    if (t.kind == TokKind::kNumber && !t.percent && !next_is_flag &&
+    // "num_calib_data=16, seq_len=64": the seq_len key that follows has its
+    // own number, so this one is not "16 seq_len".
+    const bool next_key_has_value = in(n1, {"seq_len", "seqlen", "sequence_length"}) &&
+                                    (st.number(i + 2) || (in(n2, {"=", "of", "is", "to"}) && st.number(i + 3)));
+    if (t.kind == TokKind::kNumber && !t.percent && !next_is_flag && !next_key_has_value &&
         (in(n1, {"token", "tokens", "tok", "seq_len", "seqlen", "sequence_length"}) ||
          (in(n1, {"seq", "sequence", "context", "max"}) && in(n2, {"len", "length"})))) {
       set_u64(out.seq_len, static_cast<uint64_t>(t.kilo ? t.num / 1000 * 1024 : t.num), "seq_len");
