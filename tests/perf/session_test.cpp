@@ -170,6 +170,18 @@ TEST_F(PerfSession, SearchTimeoutEndsPartialTimeoutWithTheBestSoFar) {
   expect_session_files_valid(out.session_dir);
 }
 
+TEST_F(PerfSession, ASessionInsideTheModelDirectoryIsRefused) {
+  test::TempDir copy("perf-model-copy");
+  for (const auto& e : fs::directory_iterator(kDemo)) fs::copy(e.path(), copy / e.path().filename());
+  PerfRunOptions o = options({"strategy", "int8"});
+  o.command.spec.model = copy.path().string();
+  o.command.spec.base_model = copy.path().string();
+  o.command.session_dir = (copy / "runs" / "s").string();
+  Error e = test::catch_error([&] { run_perf_session(o); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  EXPECT_FALSE(fs::exists(copy / "runs"));
+}
+
 TEST_F(PerfSession, OneOrchestratorPerSession) {
   SessionStore first(tmp_ / "locked");
   Error e = test::catch_error([&] { SessionStore second(tmp_ / "locked"); });

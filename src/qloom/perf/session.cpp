@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "qloom/core/error.h"
+#include "qloom/export/quark_exporter.h"
 #include "qloom/perf/session_ctx.h"
 
 namespace qloom::perf {
@@ -95,6 +96,9 @@ PerfOutcome run_perf_session(const PerfRunOptions& options) {
         throw Error(ErrorKind::kNotFound, m, m == options.command.spec.model ? "--model" : "--base-model",
                     "not a model directory",
                     "pass a local HF model directory (qloom convert makes one from a GGUF; hub ids: download first)");
+  // The session never writes inside (or around) a model it reads.
+  for (const std::string& m : {options.command.spec.model, options.command.spec.base_model})
+    if (fs::is_directory(m)) exporter::check_output_location(fs::absolute(dir), fs::absolute(m));
   SessionStore store(dir);
   SessionCtx ctx{store, options.command.spec, options, options.log};
   ctx.say("session " + store.dir().string());
