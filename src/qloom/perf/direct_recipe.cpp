@@ -4,8 +4,6 @@
 // accuracy next) — writing the checkpoint straight into <session>/quant_ckpt.
 // The agent's workspace is <session>/agent/invocation-N (its assessment.json,
 // plan and manifest stay there as evidence).
-#include <sstream>
-
 #include "qloom/agent/workflow.h"
 #include "qloom/core/error.h"
 #include "qloom/perf/session_ctx.h"

@@ -13,8 +13,8 @@
 //                    the winner is renamed to quant_ckpt/
 // --search-timeout (summed over invocations) stops the proxy phase with
 // termination partial_timeout and gates the best proxy results so far.
+#include <algorithm>
 #include <chrono>
-#include <set>
 
 #include "qloom/core/error.h"
 #include "qloom/export/quantize_job.h"

@@ -13,7 +13,6 @@
 #include "qloom/export/algo_config_file.h"
 #include "qloom/export/quantize_args.h"
 #include "qloom/io/model_dir.h"
-#include "qloom/model/inspect.h"
 #include "qloom/perf/session_ctx.h"
 
 extern char** environ;
