@@ -244,6 +244,9 @@ TEST_F(PerfSession, MeasureRecordsAbbaLegsAndOptimizeBelowTargetIsPerfBelowTarge
   EXPECT_EQ(state["performance_measurements"][1]["runtime"], "simulate");
   EXPECT_GT(state["performance_validation"]["gain"].get<double>(), 0);
   EXPECT_TRUE(state["performance_validation"].contains("trials"));
+  // optimize starts from the measure step's ABBA instead of measuring it again.
+  EXPECT_EQ(state["performance_validation"]["tuning"]["initial_abba"]["gain"],
+            state["performance_validation"]["abba"]["gain"]);
   expect_session_files_valid(out.session_dir);
   EXPECT_EQ(out.final_json["result"], "perf_below_target");
 }

@@ -196,7 +196,8 @@ TuningResult optimize_quantized(const std::filesystem::path& baseline_dir, const
   r.target_gain = options.target_gain;
   r.initial_settings = quant->settings();
   r.not_tunable = fixed_knobs(!quant->in_process(), quant->rows_independent());
-  r.initial_abba = abba(*base, "baseline", *quant, "quantized", options.limits, log);
+  r.initial_abba = options.initial_abba ? *options.initial_abba
+                                        : abba(*base, "baseline", *quant, "quantized", options.limits, log);
   std::vector<KnobPlan> plans;
   if (quant->in_process())
     plans = default_plans(r.initial_settings, std::max(1u, std::thread::hardware_concurrency()), spec.concurrency,

@@ -110,6 +110,10 @@ struct TuningOptions {
   // With spec.server (the quantized model's server): the baseline model's
   // server, required (kUsage, --server) since one server serves one model.
   std::string baseline_server;
+  // The baseline-vs-quantized ABBA at the default settings when the caller
+  // measured it already with the same spec and limits (perf's measure step):
+  // used as initial_abba instead of measuring it again.
+  std::optional<AbbaResult> initial_abba;
 };
 
 TuningResult optimize_quantized(const std::filesystem::path& baseline_dir, const std::filesystem::path& quantized_dir,

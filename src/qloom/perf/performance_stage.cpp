@@ -79,6 +79,11 @@ void optimize(SessionCtx& ctx, const fs::path& quantized) {
     TuningOptions o;
     o.target_gain = ctx.spec.target_gain;
     o.limits = limits;
+    const auto& a = v["abba"];  // the measure step's ABBA: the same spec, limits and default settings
+    o.initial_abba = abba_of(a["a1"].get<double>(), a["b1"].get<double>(), a["b2"].get<double>(),
+                             a["a2"].get<double>(), a["max_relative_mad"].get<double>(), a["stable"].get<bool>());
+    o.initial_abba->a_label = "baseline";
+    o.initial_abba->b_label = "quantized";
     TuningResult t = optimize_quantized(ctx.spec.base_model, quantized, throughput_spec(ctx.spec), o,
                                         [&](const std::string& line) { ctx.detail(line); });
     v["tuning"] = t.to_json();
