@@ -2,6 +2,7 @@
 // in-memory facts, byte-identical when rewritten, nothing written for a
 // malformed state, progress.json's warnings merged, typed errors.
 #include "qloom/perf/report_writer.h"
+#include "qloom/perf/utc_time.h"
 
 #include <fstream>
 #include <sstream>
@@ -86,7 +87,7 @@ TEST(ReportWriter, ProgressWarningsJoinTheStateOnes) {
 TEST(ReportWriter, MissingSessionDirAndTimestamp) {
   const Error e = test::catch_error([] { write_reports(test::perf_state("fixed"), "/nonexistent/qloom-session"); });
   EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
-  const std::string now = utc_timestamp_now();
+  const std::string now = utc_timestamp();
   EXPECT_EQ(now.size(), 20u);
   EXPECT_EQ(now[10], 'T');
   EXPECT_EQ(now.back(), 'Z');

@@ -1,5 +1,7 @@
 #include "qloom/perf/report_writer.h"
 
+#include "qloom/perf/utc_time.h"
+
 #include <chrono>
 #include <ctime>
 #include <system_error>
@@ -37,15 +39,6 @@ std::vector<std::string> progress_warnings(const fs::path& session_dir) {
 
 }  // namespace
 
-std::string utc_timestamp_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Json to_json(const ReportPaths& p) {
   return Json{{"final_json", p.final_json.string()},
               {"final_md", p.final_md.string()},
@@ -64,7 +57,7 @@ ReportPaths write_reports(const Json& state, const fs::path& session_dir, const 
     throw_not_found(session_dir.string(), "", "the session directory does not exist",
                     "pass the directory the session was started with (--session-dir)");
   ReportContext ctx;
-  ctx.generated_at = options.generated_at.empty() ? utc_timestamp_now() : options.generated_at;
+  ctx.generated_at = options.generated_at.empty() ? utc_timestamp() : options.generated_at;
   ctx.session_dir = session_dir;
   ctx.extra_warnings = progress_warnings(session_dir);
   ctx.source = (session_dir / "state.json").string();

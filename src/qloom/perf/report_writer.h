@@ -44,7 +44,4 @@ ReportPaths write_reports(const nlohmann::ordered_json& state, const std::filesy
 ReportPaths write_reports(const nlohmann::ordered_json& state, const std::filesystem::path& session_dir,
                           const WriteReportsOptions& options);
 
-// "2026-12-02T05:30:00Z".
-std::string utc_timestamp_now();
-
 }  // namespace qloom::perf

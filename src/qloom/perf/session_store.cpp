@@ -23,16 +23,6 @@ namespace {
 
 constexpr size_t kProgressWarnings = 50;
 
-std::string format_time(const char* fmt, bool utc) {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  if (utc) gmtime_r(&t, &tm);
-  else localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, fmt, &tm);
-  return buf;
-}
-
 double seconds_since(const std::string& iso) {
   std::tm tm{};
   std::istringstream in(iso);
@@ -59,9 +49,6 @@ nlohmann::ordered_json parse_file(const fs::path& p) {
 }
 
 }  // namespace
-
-std::string utc_timestamp() { return format_time("%Y-%m-%dT%H:%M:%SZ", true); }
-std::string session_dir_stamp() { return format_time("%Y%m%d-%H%M%S", false); }
 
 SessionStore::SessionStore(fs::path dir) : dir_(fs::absolute(std::move(dir)).lexically_normal()) {
   std::error_code ec;

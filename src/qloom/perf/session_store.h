@@ -23,12 +23,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace qloom::perf {
+#include "qloom/perf/utc_time.h"
 
-// "2026-12-02T05:15:00Z" (UTC, seconds).
-std::string utc_timestamp();
-// "20261202-051500" (local time), the default session directory's name.
-std::string session_dir_stamp();
+namespace qloom::perf {
 
 class SessionStore {
  public:

@@ -14,6 +14,7 @@
 #include "qloom/io/model_dir.h"
 #include "qloom/io/text_file.h"
 #include "qloom/perf/task_score_internal.h"
+#include "qloom/perf/utc_time.h"
 
 namespace qloom::perf {
 namespace {
@@ -138,15 +139,6 @@ fs::path tokenizer_dir_of(const GateSpec& spec, const fs::path& model_dir) {
   return spec.reference_dir;  // run_eval's fallback: the source's tokenizer
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // ---- statistics of one side ----
 
 using agent::mean_sd;
@@ -259,7 +251,7 @@ TaskScore record_task_score(const eval::EvalReport& report, const GateSpec& spec
   s.units_used = samples["units_used"].get<int64_t>();
   s.units_total = samples["units_total"].get<int64_t>();
   s.seconds = report.seconds;
-  s.evaluated_at = utc_now();
+  s.evaluated_at = utc_timestamp();
   const nlohmann::json rj = eval::report_to_json(report);
   return publish_task_score(out_dir, samples, std::move(s), &rj);
 }
@@ -287,7 +279,7 @@ TaskScore record_kld_base(const fs::path& model_dir, const GateSpec& spec, const
   s.model = model;
   s.reference = model;
   s.dataset = m.dataset;
-  s.evaluated_at = utc_now();
+  s.evaluated_at = utc_timestamp();
   return publish_task_score(out_dir, samples, std::move(s), nullptr);
 }
 

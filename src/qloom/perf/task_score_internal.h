@@ -49,7 +49,6 @@ std::string tokenizer_sha256(const std::filesystem::path& dir);
 // The directory the run's tokenizer comes from (run_eval's rule).
 std::filesystem::path tokenizer_dir_of(const GateSpec& spec, const std::filesystem::path& model_dir);
 std::string absolute_dir(const std::filesystem::path& p);
-std::string utc_now();  // "YYYY-mm-ddTHH:MM:SSZ"
 // score and stderr of one side's headline values (see task_score.h).
 std::pair<double, double> score_of_samples(const std::string& task, const std::vector<double>& values);
 
