@@ -90,12 +90,7 @@ void run_work_steps(SessionCtx& ctx) {
 PerfOutcome run_perf_session(const PerfRunOptions& options) {
   const fs::path dir = resolve_session_dir(options.command);
   // A new session for a model that is not there leaves no directory behind.
-  if (!fs::exists(dir / "state.json"))
-    for (const std::string& m : {options.command.spec.model, options.command.spec.base_model})
-      if (!fs::is_directory(m))
-        throw Error(ErrorKind::kNotFound, m, m == options.command.spec.model ? "--model" : "--base-model",
-                    "not a model directory",
-                    "pass a local HF model directory (qloom convert makes one from a GGUF; hub ids: download first)");
+  if (!fs::exists(dir / "state.json")) require_model_dirs(options.command.spec);
   // The session never writes inside (or around) a model it reads.
   for (const std::string& m : {options.command.spec.model, options.command.spec.base_model})
     if (fs::is_directory(m)) exporter::check_output_location(fs::absolute(dir), fs::absolute(m));

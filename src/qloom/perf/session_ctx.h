@@ -44,6 +44,8 @@ struct SessionCtx {
 
 // The steps (perf/session_*.cpp, perf/*_stage.cpp). Each reads what state.json
 // records and skips finished work.
+// Throws kNotFound naming --model / --base-model for one that is not a directory.
+void require_model_dirs(const RunSpec& spec);
 void init_or_resume_state(SessionCtx& ctx, const RunSpec& given);
 void apply_reopen_actions(SessionCtx& ctx, bool retry_accuracy_gate, bool recheck_baseline);
 void validate_inputs(SessionCtx& ctx);

@@ -162,13 +162,18 @@ void apply_reopen_actions(SessionCtx& ctx, bool retry_accuracy_gate, bool rechec
   }
 }
 
+void require_model_dirs(const RunSpec& spec) {
+  for (const std::string& m : {spec.model, spec.base_model})
+    if (!fs::is_directory(m))
+      throw Error(ErrorKind::kNotFound, m, m == spec.model ? "--model" : "--base-model", "not a model directory",
+                  "pass a local HF model directory (qloom convert makes one from a GGUF; hub ids: download first)");
+}
+
 void validate_inputs(SessionCtx& ctx) {
   if (!ctx.st()["phase_timeline"].empty()) return;  // validated by an earlier invocation
   ctx.timed("validate_inputs", [&] {
+    require_model_dirs(ctx.spec);
     for (const std::string& m : {ctx.spec.model, ctx.spec.base_model}) {
-      if (!fs::is_directory(m))
-        throw Error(ErrorKind::kNotFound, m, "--model", "not a model directory",
-                    "pass a local HF model directory (qloom convert makes one from a GGUF; hub ids: download first)");
       io::ModelDir dir = io::ModelDir::open(m);
       engine::ModelConfig::parse(dir.config(), (fs::path(m) / "config.json").string());
     }
