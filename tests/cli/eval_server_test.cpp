@@ -17,6 +17,7 @@
 #include "qloom/eval/openai_client.h"
 #include "qloom/eval/run_eval.h"
 #include "qloom/serve/server.h"
+#include "support/running_server.h"
 
 namespace qloom {
 namespace {
@@ -25,20 +26,14 @@ class EvalServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     serve::ServerOptions so;
-    so.port = 0;
-    so.threads = 1;
     so.api_key = "sekrit";
-    server_ = new serve::Server(QLOOM_DEMO_MODEL_DIR, so);
-    port_ = server_->bind();
-    thread_ = new std::thread([] { server_->run(); });
+    server_ = new test::RunningServer(QLOOM_DEMO_MODEL_DIR, so);
   }
   static void TearDownTestSuite() {
-    server_->stop();
-    thread_->join();
-    delete thread_;
     delete server_;
+    server_ = nullptr;
   }
-  static std::string url() { return "http://127.0.0.1:" + std::to_string(port_); }
+  static std::string url() { return server_->url(); }
 
   static eval::EvalOptions options(const std::string& task, int64_t limit, bool over_http) {
     eval::EvalOptions o;
@@ -54,13 +49,9 @@ class EvalServer : public ::testing::Test {
     return o;
   }
 
-  static serve::Server* server_;
-  static std::thread* thread_;
-  static int port_;
+  static test::RunningServer* server_;
 };
-serve::Server* EvalServer::server_ = nullptr;
-std::thread* EvalServer::thread_ = nullptr;
-int EvalServer::port_ = 0;
+test::RunningServer* EvalServer::server_ = nullptr;
 
 TEST_F(EvalServer, HellaswagOverHttpEqualsInProcessBitForBit) {
   const eval::EvalReport local = eval::run_eval(options("hellaswag", 12, false));

@@ -22,6 +22,7 @@
 #include "qloom/eval/gsm8k.h"
 #include "qloom/eval/multiple_choice.h"
 #include "qloom/serve/server.h"
+#include "support/running_server.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
@@ -46,30 +47,7 @@ fs::path chat_model_dir(const test::TempDir& tmp) {
   return dir;
 }
 
-// A Server on a free loopback port, run on its own thread.
-class RunningServer {
- public:
-  RunningServer(const fs::path& dir, serve::ServerOptions opt) : server_(dir, with_port0(std::move(opt))) {
-    port_ = server_.bind();
-    thread_ = std::thread([this] { server_.run(); });
-  }
-  ~RunningServer() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-  const std::string& name() const { return server_.model_name(); }
-
- private:
-  static serve::ServerOptions with_port0(serve::ServerOptions o) {
-    o.port = 0;
-    o.threads = 1;
-    return o;
-  }
-  serve::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
+using test::RunningServer;
 
 class ServeTest : public ::testing::Test {
  protected:

@@ -22,6 +22,7 @@
 #include "qloom/perf/throughput.h"
 #include "qloom/serve/server.h"
 #include "support/expect_error.h"
+#include "support/running_server.h"
 #include "support/temp_dir.h"
 
 namespace qloom::perf {
@@ -33,36 +34,26 @@ class ThroughputServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     serve::ServerOptions so;
-    so.port = 0;
-    so.threads = 1;
     so.api_key = "sekrit";
     so.served_model_name = "demo";
-    server_ = new serve::Server(QLOOM_DEMO_MODEL_DIR, so);
-    port_ = server_->bind();
-    thread_ = new std::thread([] { server_->run(); });
+    server_ = new test::RunningServer(QLOOM_DEMO_MODEL_DIR, so);
   }
   static void TearDownTestSuite() {
-    server_->stop();
-    thread_->join();
-    delete thread_;
     delete server_;
+    server_ = nullptr;
   }
   static ThroughputSpec spec() {
     ThroughputSpec s;
     s.isl = 8;
     s.osl = 4;
     s.concurrency = 2;
-    s.server = "http://127.0.0.1:" + std::to_string(port_) + "/v1";
+    s.server = server_->url() + "/v1";
     s.api_key = "sekrit";
     return s;
   }
-  static serve::Server* server_;
-  static std::thread* thread_;
-  static int port_;
+  static test::RunningServer* server_;
 };
-serve::Server* ThroughputServer::server_ = nullptr;
-std::thread* ThroughputServer::thread_ = nullptr;
-int ThroughputServer::port_ = 0;
+test::RunningServer* ThroughputServer::server_ = nullptr;
 
 TEST_F(ThroughputServer, MeasuresQloomServe) {
   const ThroughputSpec s = spec();
