@@ -82,6 +82,32 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
+namespace {
+
+// CPUID leaf 7: ECX bit 11 = AVX512_VNNI; sub-leaf 1 EAX bit 5 = AVX512_BF16.
+bool detect_leaf7(bool bf16) {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!bf16) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+#else
+  (void)bf16;
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool cpu_has_avx512_vnni() {
+  static const bool has = best_isa() == Isa::kAvx512 && detect_leaf7(false);
+  return has;
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = best_isa() == Isa::kAvx512 && detect_leaf7(true);
+  return has;
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";

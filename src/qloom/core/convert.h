@@ -47,6 +47,12 @@ Isa best_isa();
 bool isa_supported(Isa isa);
 const char* isa_name(Isa isa);  // "scalar", "avx2", "avx512"
 
+// Dot-product extensions of AVX-512 the native quantized kernels use
+// (engine/native/): true only when best_isa() is kAvx512 (so QLOOM_MAX_ISA
+// caps them too) and the CPU has the instructions.
+bool cpu_has_avx512_vnni();  // vpdpbusd / vpdpwssd (AVX512_VNNI)
+bool cpu_has_avx512_bf16();  // vdpbf16ps / vcvtne2ps2bf16 (AVX512_BF16)
+
 // ---- typed bulk conversions --------------------------------------------------
 // The overloads without an Isa use best_isa(). The explicit-Isa overloads
 // exist for tests and benchmarks; they throw Error(kUnsupported) when the CPU

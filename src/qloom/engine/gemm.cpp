@@ -52,6 +52,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/engine/gemm_kernels.h"
+#include "qloom/engine/native/qlinear.h"
 
 namespace qloom::engine {
 namespace {
@@ -201,11 +202,13 @@ void linear_path(GemmPath path, const float* x, int64_t rows, const LinearWeight
 }
 
 void linear(const float* x, int64_t rows, const LinearWeight& w, float* y, ThreadPool& pool) {
+  if (w.native) return w.native->run(x, rows, w.bias.empty() ? nullptr : w.bias.data(), y, pool);
   linear_path(GemmPath::kAuto, x, rows, w, y, pool);
 }
 
 void prepack(LinearWeight& w) {
   w.packed.reset();
+  if (w.native) return;  // native kernels lay W out when built
   const GemmPath path = gemm_auto_path(kGemmMinRows, w.in, w.out, w.type);
   const GemmKernelSet* k = kernels_for(path);
   if (k == nullptr || w.in <= 0 || w.out <= 0) return;

@@ -18,6 +18,8 @@ enum class WeightType { kF32, kBF16 };
 
 // W re-laid out for the packed GEMM kernels of this CPU (prepack below).
 struct PackedPanels;
+// A linear running on a native quantized kernel (native/qlinear.h).
+class QuantLinear;
 
 struct LinearWeight {
   WeightType type = WeightType::kF32;
@@ -30,6 +32,10 @@ struct LinearWeight {
   // >= 128 rows skip re-packing W each time; the same bits either way.
   // Whoever changes f32 / bf16 / out / in must reset it (a copy shares it).
   std::shared_ptr<const PackedPanels> packed;
+  // Set when the linear runs on a native quantized kernel (--runtime native,
+  // --compute bf16): f32 / bf16 are then empty, out / in still hold the shape,
+  // and linear() / linear_ref() call native->run() / run_ref() (bias added there).
+  std::shared_ptr<const QuantLinear> native;
 
   // W[r, c] as float (slow; for tests and references).
   float at(int64_t r, int64_t c) const;

@@ -90,7 +90,7 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
 std::vector<float> ModelImpl::head_logits(ForwardContext& ctx, const float* x, int64_t rows, float* h) {
   const int64_t D = config_.hidden_size;
   rms_norm(x, h, rows, D, w_.final_norm.data(), static_cast<float>(config_.rms_norm_eps), &pool_);
-  const LinearWeight& head = config_.tie_word_embeddings ? w_.embed.w : w_.lm_head.w;
+  const LinearWeight& head = config_.tie_word_embeddings && !w_.lm_head.w.native ? w_.embed.w : w_.lm_head.w;
   std::vector<float> logits(static_cast<size_t>(rows * config_.vocab_size));
   ctx.run_linear(w_.lm_head.name, head, -1, h, rows, logits.data());
   if (config_.final_logit_softcapping > 0.0) {
@@ -172,7 +172,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& model_dir, const
     own = plain_weight_source(dir);
     weights = own.get();
   }
-  ModelWeights w = load_weights(*weights, config, *arch, options.weights, model_dir.string());
+  ModelWeights w = load_weights(*weights, config, *arch, options.weights, model_dir.string(), options.compute);
   return std::make_unique<ModelImpl>(std::move(config), *arch, std::move(w), options.threads, label);
 }
 

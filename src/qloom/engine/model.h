@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qloom/core/thread_pool.h"
@@ -50,6 +51,18 @@ struct LoadOptions {
   // tie_word_embeddings lm_head shares it. Norm weights are always fp32.
   enum class Weights { kAuto, kF32, kBF16 } weights = Weights::kAuto;
   unsigned threads = 0;  // 0 = hardware concurrency
+  // How unquantized (F32 / BF16) linears compute. kF32: fp32 activations,
+  // exact fp32 accumulation (the default; what eval and validate use). kBF16:
+  // weights held as bf16 and activations rounded to bf16 on the native bf16
+  // dot kernel (native/qlinear.h), as llama.cpp's BF16 does; lm_head too
+  // (a tied one gets its own bf16 copy). Linears the weight source hands over
+  // natively (WeightSource::load_native) are unaffected.
+  enum class Compute { kF32, kBF16 } compute = Compute::kF32;
+  // Per decoder layer, the (k, v) scales of an fp8 e4m3 KV cache: when set
+  // (one pair per layer), caches store keys (after RoPE) and values as fp8
+  // codes, q = e4m3(clamp(x / scale, ±448)), half the bytes of bf16, and
+  // attention reads them back as code · scale. Empty: fp32 cache.
+  std::vector<std::pair<float, float>> kv_cache_fp8_scales;
 };
 
 class KvCache;

@@ -19,6 +19,24 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out;
 }
 
+// W (F32 or BF16) moved onto the native bf16 dot kernel: bf16 weights (F32
+// ones rounded, RNE), activations rounded to bf16 in the kernel.
+void to_bf16_compute(LinearWeight& w) {
+  QuantLinearData q;
+  q.weight = QWeightFormat::kBf16;
+  q.act = QActFormat::kBf16;
+  q.out = w.out;
+  q.in = w.in;
+  const size_t n = static_cast<size_t>(w.out * w.in);
+  q.codes.resize(2 * n);
+  if (w.type == WeightType::kBF16) std::memcpy(q.codes.data(), w.bf16.data(), 2 * n);
+  else f32_to_bf16(w.f32.data(), reinterpret_cast<uint16_t*>(q.codes.data()), n);
+  w.f32 = {};
+  w.bf16 = {};
+  w.packed.reset();
+  w.native = make_quant_linear(std::move(q));
+}
+
 std::string layer_prefix(int64_t i) {
   std::string p = "model.layers.";
   p += std::to_string(i);
@@ -28,8 +46,9 @@ std::string layer_prefix(int64_t i) {
 
 class Loader {
  public:
-  Loader(const WeightSource& src, LoadOptions::Weights mode, const std::string& label)
-      : src_(src), mode_(mode), label_(label) {}
+  Loader(const WeightSource& src, LoadOptions::Weights mode, const std::string& label,
+         LoadOptions::Compute compute = LoadOptions::Compute::kF32)
+      : src_(src), mode_(mode), compute_(compute), label_(label) {}
 
   HostTensor fetch(const std::string& name, const std::vector<int64_t>& shape) const {
     if (!src_.contains(name)) {
@@ -67,7 +86,17 @@ class Loader {
     return w;
   }
 
+  // A linear for the forward pass: native when the source hands it over so,
+  // on the bf16 dot kernel under Compute::kBF16, else F32/BF16 (plain()).
   NamedLinear linear(const std::string& module, int64_t out, int64_t in, bool bias) const {
+    if (std::optional<QuantLinearData> q = src_.load_native(module)) return native(module, out, in, bias, std::move(*q));
+    NamedLinear l = plain(module, out, in, bias);
+    if (compute_ == LoadOptions::Compute::kBF16) to_bf16_compute(l.w);
+    return l;
+  }
+
+  // The token embedding (rows looked up, never a native kernel).
+  NamedLinear plain(const std::string& module, int64_t out, int64_t in, bool bias) const {
     NamedLinear l;
     l.name = module;
     const std::string wname = module + ".weight";
@@ -101,8 +130,27 @@ class Loader {
   }
 
  private:
+  NamedLinear native(const std::string& module, int64_t out, int64_t in, bool bias, QuantLinearData q) const {
+    if (q.out != out || q.in != in) {
+      throw_invalid(label_, module + ".weight",
+                    "tensor " + module + ".weight has shape [" + std::to_string(q.out) + ", " + std::to_string(q.in) +
+                        "], expected " + shape_str({out, in}),
+                    "the checkpoint does not match its config.json");
+    }
+    if (q.name.empty()) q.name = module;
+    NamedLinear l;
+    l.name = module;
+    l.w.out = out;
+    l.w.in = in;
+    l.w.native = make_quant_linear(std::move(q));
+    const std::string bname = module + ".bias";
+    if (bias || src_.contains(bname)) l.w.bias = vec(bname, out);
+    return l;
+  }
+
   const WeightSource& src_;
   LoadOptions::Weights mode_;
+  LoadOptions::Compute compute_;
   std::string label_;
 };
 
@@ -176,12 +224,13 @@ size_t ModelWeights::bytes() const {
 
 NamedLinear load_embedding(const WeightSource& src, const ModelConfig& c, LoadOptions::Weights mode,
                            const std::string& label) {
-  return Loader(src, mode, label).linear("model.embed_tokens", c.vocab_size, c.hidden_size, false);
+  return Loader(src, mode, label).plain("model.embed_tokens", c.vocab_size, c.hidden_size, false);
 }
 
 LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
-                                LoadOptions::Weights mode, const std::string& label, int64_t i) {
-  Loader L(src, mode, label);
+                                LoadOptions::Weights mode, const std::string& label, int64_t i,
+                                LoadOptions::Compute compute) {
+  Loader L(src, mode, label, compute);
   const int64_t D = c.hidden_size;
   const std::string p = layer_prefix(i);
   LayerWeights l;
@@ -210,14 +259,22 @@ std::vector<float> load_final_norm(const WeightSource& src, const ModelConfig& c
 }
 
 ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
-                          LoadOptions::Weights mode, const std::string& label) {
+                          LoadOptions::Weights mode, const std::string& label, LoadOptions::Compute compute) {
   ModelWeights m;
   m.embed = load_embedding(src, c, mode, label);
   m.layers.reserve(static_cast<size_t>(c.num_layers));
-  for (int64_t i = 0; i < c.num_layers; ++i) m.layers.push_back(load_layer_weights(src, c, a, mode, label, i));
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    m.layers.push_back(load_layer_weights(src, c, a, mode, label, i, compute));
   m.final_norm = load_final_norm(src, c, a, label);
-  if (!c.tie_word_embeddings) m.lm_head = Loader(src, mode, label).linear("lm_head", c.vocab_size, c.hidden_size, false);
-  else m.lm_head.name = "lm_head";
+  if (!c.tie_word_embeddings) {
+    m.lm_head = Loader(src, mode, label, compute).linear("lm_head", c.vocab_size, c.hidden_size, false);
+  } else {
+    m.lm_head.name = "lm_head";
+    if (compute == LoadOptions::Compute::kBF16) {  // its own copy on the bf16 kernel
+      m.lm_head.w = m.embed.w;
+      to_bf16_compute(m.lm_head.w);
+    }
+  }
   return m;
 }
 

@@ -20,15 +20,19 @@
 
 namespace qloom::engine {
 
+// compute: LoadOptions::compute (kBF16 puts every linear, lm_head included,
+// on the native bf16 dot kernel; see model.h).
 ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
-                          LoadOptions::Weights mode, const std::string& label);
+                          LoadOptions::Weights mode, const std::string& label,
+                          LoadOptions::Compute compute = LoadOptions::Compute::kF32);
 
 // The parts load_weights is made of, for loading one decoder layer at a time
 // (layer_runner.h): the token embedding, decoder layer `i`, the final norm.
 NamedLinear load_embedding(const WeightSource& src, const ModelConfig& c, LoadOptions::Weights mode,
                            const std::string& label);
 LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
-                                LoadOptions::Weights mode, const std::string& label, int64_t i);
+                                LoadOptions::Weights mode, const std::string& label, int64_t i,
+                                LoadOptions::Compute compute = LoadOptions::Compute::kF32);
 std::vector<float> load_final_norm(const WeightSource& src, const ModelConfig& c, const Architecture& a,
                                    const std::string& label);
 

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "qloom/core/dtype.h"
+#include "qloom/engine/native/qlinear.h"
 #include "qloom/io/model_dir.h"
 
 namespace qloom::engine {
@@ -27,6 +29,11 @@ class WeightSource {
   // Throws qloom::Error naming the tensor when it is absent or has a dtype
   // the source cannot turn into F32/BF16/F16.
   virtual HostTensor load(const std::string& name) const = 0;
+  // A linear (module = checkpoint name minus ".weight") the source hands over
+  // in quantized form for a native kernel (native/qlinear.h), or nullopt to
+  // have its ".weight" loaded as F32/BF16. The engine builds the kernel with
+  // make_quant_linear; the bias (if any) still comes from load().
+  virtual std::optional<QuantLinearData> load_native(const std::string& /*module*/) const { return std::nullopt; }
   // Called once the engine holds its own copy, so a mapped source can drop pages.
   virtual void release(const std::string& /*name*/) const {}
 };
