@@ -83,8 +83,21 @@ void apply(const SimMap& sims, const engine::LinearSite& site, float* x, int64_t
 
 }  // namespace
 
-CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
+const char* runtime_name(Runtime r) { return r == Runtime::kNative ? "native" : "simulate"; }
+
+Runtime parse_runtime(const std::string& text, const std::string& flag) {
+  if (text == "simulate") return Runtime::kSimulate;
+  if (text == "native") return Runtime::kNative;
+  throw Error(ErrorKind::kUsage, "", flag, "\"" + text + "\" is not a runtime", "use native or simulate");
+}
+
+void CheckpointRuntime::apply_to(engine::LoadOptions& options) const {
+  options.kv_cache_fp8_scales = kv_cache_fp8_scales;
+}
+
+CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir, Runtime runtime) {
   CheckpointRuntime rt;
+  rt.runtime = runtime;
   const nlohmann::json& cfg = dir.config();
   const auto qc_it = cfg.find("quantization_config");
   if (qc_it == cfg.end() || qc_it->is_null()) {
@@ -145,11 +158,14 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir) {
   return rt;
 }
 
-LoadedModel load_for_eval(const std::filesystem::path& model_dir, const engine::LoadOptions& options) {
+LoadedModel load_for_eval(const std::filesystem::path& model_dir, const engine::LoadOptions& options,
+                          Runtime runtime) {
   LoadedModel m;
   m.dir = std::make_unique<io::ModelDir>(io::ModelDir::open(model_dir));
-  m.runtime = open_checkpoint_runtime(*m.dir);
-  m.model = engine::Model::load(model_dir, options, m.runtime.weights.get());
+  m.runtime = open_checkpoint_runtime(*m.dir, runtime);
+  engine::LoadOptions opts = options;
+  m.runtime.apply_to(opts);
+  m.model = engine::Model::load(model_dir, opts, m.runtime.weights.get());
   return m;
 }
 
