@@ -241,7 +241,7 @@ TEST_F(PerfSession, MeasureRecordsAbbaLegsAndOptimizeBelowTargetIsPerfBelowTarge
   ASSERT_EQ(state["performance_measurements"].size(), 4u);
   EXPECT_EQ(state["performance_measurements"][0]["role"], "baseline");
   EXPECT_EQ(state["performance_measurements"][1]["order"], "B1");
-  EXPECT_EQ(state["performance_measurements"][1]["runtime"], "simulate");
+  EXPECT_EQ(state["performance_measurements"][1]["runtime"], "native");
   EXPECT_GT(state["performance_validation"]["gain"].get<double>(), 0);
   EXPECT_TRUE(state["performance_validation"].contains("trials"));
   // optimize starts from the measure step's ABBA instead of measuring it again.

@@ -17,6 +17,7 @@
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
 #include "qloom/cli/model_spec.h"
+#include "qloom/cli/runtime_flags.h"
 #include "qloom/core/error.h"
 #include "qloom/eval/eval_report.h"
 #include "qloom/eval/mc_tasks.h"
@@ -30,6 +31,7 @@ void register_eval(CLI::App& app, CommandFn& run) {
     int64_t limit = 0;
     std::string json;
     std::string log_samples;
+    RuntimeFlags runtime;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -86,12 +88,15 @@ void register_eval(CLI::App& app, CommandFn& run) {
                   "multiple choice: write every document's option log-likelihoods here (JSON lines)");
   sub->add_option(flag_names("json"), o->json, "also write the results as one JSON object here");
   sub->add_option(flag_names("threads"), o->eval.threads, "compute threads (0 = all cores)");
+  add_runtime_flags(sub, o->runtime, "simulate");
   sub->callback([o, sub, &run] {
     run = [o, sub] {
       eval::EvalOptions opts = o->eval;
       opts.model_dir = resolve_model_arg(opts.model_dir, io::HubFetch::kModel);
       opts.source_dir = resolve_model_arg(opts.source_dir, io::HubFetch::kModel);
       if (sub->count("--limit") > 0) opts.limit = o->limit;
+      opts.runtime = o->runtime.parsed_runtime();
+      opts.compute = o->runtime.parsed_compute();
       if (!o->log_samples.empty() && eval::find_mc_task(opts.task) == nullptr)
         throw Error(ErrorKind::kUsage, "", "--log_samples", "--log_samples is written for the multiple-choice tasks only",
                     "drop --log_samples, or evaluate hellaswag, arc_easy, arc_challenge, piqa, winogrande or mmlu");

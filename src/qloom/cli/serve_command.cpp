@@ -18,6 +18,7 @@
 
 #include "qloom/cli/commands.h"
 #include "qloom/cli/flags.h"
+#include "qloom/cli/runtime_flags.h"
 #include "qloom/cli/model_spec.h"
 #include "qloom/core/error.h"
 #include "qloom/serve/server.h"
@@ -74,6 +75,7 @@ void register_serve(CLI::App& app, CommandFn& run) {
   struct Options {
     std::string model;
     serve::ServerOptions server;
+    RuntimeFlags runtime;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -93,6 +95,7 @@ void register_serve(CLI::App& app, CommandFn& run) {
                   "largest max_tokens a request may ask (default min(context, 4096))")
       ->check(CLI::NonNegativeNumber);
   sub->add_option(flag_names("threads"), o->server.threads, "compute threads (0 = all cores)");
+  add_runtime_flags(sub, o->runtime, "native");
   sub->add_option(flag_names("served_model_name"), o->server.served_model_name,
                   "the model id in /v1/models and responses (default: the directory name)");
   sub->add_option(flag_names("max_body_bytes"), o->server.max_body_bytes,
@@ -101,6 +104,8 @@ void register_serve(CLI::App& app, CommandFn& run) {
   sub->callback([o, &run] {
     run = [o] {
       const std::string dir = resolve_model_arg(o->model, io::HubFetch::kModel);
+      o->server.runtime = o->runtime.parsed_runtime();
+      o->server.compute = o->runtime.parsed_compute();
       serve::Server server(dir, o->server);
       SignalStopper stopper(server);
       const int port = server.bind();

@@ -32,6 +32,7 @@ void register_validate(CLI::App& app, CommandFn& run) {
     std::string source, quantized, report_dir;
     bool json = false, self_test = false, no_numeric = false;
     unsigned threads = 0;
+    std::string runtime = "simulate";
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -45,6 +46,10 @@ void register_validate(CLI::App& app, CommandFn& run) {
   sub->add_option(flag_names("threads"), o->threads, "hashing threads (0 = all cores)");
   sub->add_flag(flag_names("no_numeric"), o->no_numeric,
                 "skip step 5 (dequantize every quantized weight and compare with the source)");
+  sub->add_option(flag_names("runtime"), o->runtime,
+                  "step 5's engine window: simulate (Quark's arithmetic, default) or native (the engine's "
+                  "quantized kernels)")
+      ->check(CLI::IsMember({"simulate", "native"}));
   sub->add_flag(flag_names("self_test"), o->self_test,
                 "run the validator on a generated model and broken copies of it");
   sub->callback([o, &run] {
@@ -67,7 +72,12 @@ void register_validate(CLI::App& app, CommandFn& run) {
                       "pass --quantized DIR (and --source DIR), or --self-test");
         validate::ValidateOptions vo;
         vo.threads = o->threads;
-        if (!o->no_numeric) vo.numeric_step = validate::check_dequantized_weights;
+        if (!o->no_numeric) {
+          const exporter::Runtime rt = exporter::parse_runtime(o->runtime);
+          vo.numeric_step = [rt](const io::ModelDir& s, const io::ModelDir& q) {
+            return validate::check_dequantized_weights(s, q, rt);
+          };
+        }
         report = validate::validate_checkpoint(resolve_model_arg(o->source, io::HubFetch::kModel),
                                                o->quantized, vo);
       }

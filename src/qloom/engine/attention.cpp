@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "qloom/engine/kv_cache.h"
 #include "qloom/engine/gemm.h"
 #include "qloom/engine/norms.h"
 #include "qloom/engine/vector_exp.h"
@@ -176,6 +177,13 @@ void project_qkv(ForwardContext& ctx, int layer, const AttentionShape& s, const 
   }
 }
 
+// An fp8 KV cache stores K and V rounded to fp8 at the layer's scales.
+void round_kv(const AttentionShape& s, float* k, float* v, int64_t n) {
+  if (s.kv_k_scale <= 0.0f) return;
+  fp8_kv_round(k, n, s.kv_k_scale);
+  fp8_kv_round(v, n, s.kv_v_scale);
+}
+
 }  // namespace
 
 void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, const AttentionWeights& w,
@@ -193,6 +201,7 @@ void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, 
       rope.apply(k.data() + t * kn, s.kv_heads, hd, cos.data() + t * half, sin.data() + t * half);
     }
   });
+  round_kv(s, k.data(), v.data(), T * kn);
   std::memcpy(kc + pos0 * kn, k.data(), sizeof(float) * T * kn);
   std::memcpy(vc + pos0 * kn, v.data(), sizeof(float) * T * kn);
   attend(s, q.data(), T, pos0, kc, vc, context, ctx.pool);
@@ -217,6 +226,7 @@ void attention_block_rows(ForwardContext& ctx, int layer, const AttentionShape& 
     rope.tables(r.pos, 1, cos, sin);
     rope.apply(q.data() + b * qn, s.heads, hd, cos.data(), sin.data());
     rope.apply(k.data() + b * kn, s.kv_heads, hd, cos.data(), sin.data());
+    round_kv(s, k.data() + b * kn, v.data() + b * kn, kn);
     std::memcpy(r.kc + r.pos * kn, k.data() + b * kn, sizeof(float) * kn);
     std::memcpy(r.vc + r.pos * kn, v.data() + b * kn, sizeof(float) * kn);
     attend(s, q.data() + b * qn, 1, r.pos, r.kc, r.vc, context.data() + b * qn, ctx.pool);

@@ -17,6 +17,9 @@ struct AttentionShape {
   float softcap = 0.0f;    // 0: off
   int64_t window = 0;      // 0: full causal; else a query at p sees keys (p - window, p]
   float norm_eps = 1e-6f;  // for q/k norm
+  // > 0: the KV cache is fp8 e4m3 with these scales: K (after RoPE) and V are
+  // rounded to fp8 (fp8_kv_round, kv_cache.h) before they enter the cache.
+  float kv_k_scale = 0.0f, kv_v_scale = 0.0f;
 };
 
 // Scores and mixes values for T queries at positions [pos0, pos0 + T) against

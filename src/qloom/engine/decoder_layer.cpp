@@ -1,5 +1,6 @@
 #include "qloom/engine/decoder_layer.h"
 
+#include <tuple>
 #include <cstring>
 
 #include "qloom/core/convert.h"
@@ -65,6 +66,13 @@ AttentionShape attention_shape(const ModelConfig& c, int layer) {
   return shape;
 }
 
+// attention_shape plus the layer's fp8 KV-cache scales, when the cache is fp8.
+AttentionShape layer_attention_shape(const DecoderSetup& s, int layer) {
+  AttentionShape shape = attention_shape(*s.config, layer);
+  if (!s.kv_fp8_scales.empty()) std::tie(shape.kv_k_scale, shape.kv_v_scale) = s.kv_fp8_scales[static_cast<size_t>(layer)];
+  return shape;
+}
+
 const Rope& layer_rope(const DecoderSetup& s, int layer) {
   return s.config->layer_sliding[static_cast<size_t>(layer)] != 0 ? s.rope_local : s.rope_global;
 }
@@ -118,7 +126,7 @@ void run_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const Laye
 void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
                        float* h, float* y, int64_t T, int64_t pos0, float* kc, float* vc, LayerPart part) {
   run_layer(ctx, s, layer, L, x, h, y, T, part, [&](const float* hn, float* out) {
-    attention_block(ctx, layer, attention_shape(*s.config, layer), L.attn, layer_rope(s, layer), hn, T, pos0, kc, vc,
+    attention_block(ctx, layer, layer_attention_shape(s, layer), L.attn, layer_rope(s, layer), hn, T, pos0, kc, vc,
                     out);
   });
 }
@@ -126,7 +134,7 @@ void run_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, co
 void run_decoder_layer_rows(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x,
                             float* h, float* y, int64_t B, const RowSlot* rows) {
   run_layer(ctx, s, layer, L, x, h, y, B, LayerPart::kFull, [&](const float* hn, float* out) {
-    attention_block_rows(ctx, layer, attention_shape(*s.config, layer), L.attn, layer_rope(s, layer), hn, B, rows,
+    attention_block_rows(ctx, layer, layer_attention_shape(s, layer), L.attn, layer_rope(s, layer), hn, B, rows,
                          out);
   });
 }

@@ -26,6 +26,8 @@ struct DecoderSetup {
   const Architecture* arch = nullptr;
   Activation act = Activation::kSilu;
   Rope rope_global, rope_local;
+  // Per layer (k, v) scales of an fp8 KV cache (LoadOptions::kv_cache_fp8_scales), or empty.
+  std::vector<std::pair<float, float>> kv_fp8_scales;
 
   // Throws kUnsupported (from parse_activation) for an unknown activation;
   // `label` names config.json in errors.

@@ -21,10 +21,11 @@ namespace {
 
 class ModelImpl final : public Model {
  public:
-  ModelImpl(ModelConfig config, const Architecture& arch, ModelWeights weights, unsigned threads,
+  ModelImpl(ModelConfig config, const Architecture& arch, ModelWeights weights, const LoadOptions& options,
             const std::string& label)
-      : config_(std::move(config)), w_(std::move(weights)), pool_(threads) {
+      : config_(std::move(config)), w_(std::move(weights)), pool_(options.threads) {
     setup_ = DecoderSetup::make(config_, arch, label);
+    setup_.kv_fp8_scales = options.kv_cache_fp8_scales;
   }
 
   const ModelConfig& config() const override { return config_; }
@@ -32,7 +33,8 @@ class ModelImpl final : public Model {
   size_t weight_bytes() const override { return w_.bytes(); }
 
   std::unique_ptr<KvCache> new_cache(int64_t max_tokens) const override {
-    return std::make_unique<KvCacheImpl>(config_.num_layers, config_.num_kv_heads, config_.head_dim, max_tokens);
+    return std::make_unique<KvCacheImpl>(config_.num_layers, config_.num_kv_heads, config_.head_dim, max_tokens,
+                                         setup_.kv_fp8_scales);
   }
 
   std::vector<float> forward(std::span<const int32_t> tokens, KvCache& cache_base, bool last_only,
@@ -54,7 +56,7 @@ class ModelImpl final : public Model {
 std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& cache_base,
                                       bool last_only, const ForwardHooks* hooks) {
   auto* cache = dynamic_cast<KvCacheImpl*>(&cache_base);
-  if (!cache || !cache->matches(config_.num_layers, config_.num_kv_heads, config_.head_dim))
+  if (!cache || !cache->matches(config_.num_layers, config_.num_kv_heads, config_.head_dim, setup_.kv_fp8_scales))
     throw Error(ErrorKind::kUsage, "", "cache", "the KV cache was not created by this model's new_cache()");
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t pos0 = cache->size();
@@ -77,8 +79,10 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
   embed_tokens(config_, w_.embed.w, tokens, x.data());
 
   for (int64_t li = 0; li < config_.num_layers; ++li) {
+    cache->prepare_layer(li, pos0);
     run_decoder_layer(ctx, setup_, static_cast<int>(li), w_.layers[static_cast<size_t>(li)], x.data(), h.data(),
                       y.data(), T, pos0, cache->keys(li), cache->values(li));
+    cache->commit_layer(li, pos0, T);
   }
   // Every layer has appended its K/V; the cache now holds pos0 + T positions.
   cache->set_size(pos0 + T);
@@ -101,11 +105,12 @@ std::vector<float> ModelImpl::head_logits(ForwardContext& ctx, const float* x, i
 }
 
 // Every cache is this model's, distinct, with room for one more position.
-std::vector<KvCacheImpl*> batch_caches(const ModelConfig& c, std::span<KvCache* const> caches) {
+std::vector<KvCacheImpl*> batch_caches(const ModelConfig& c, const DecoderSetup& setup,
+                                       std::span<KvCache* const> caches) {
   std::vector<KvCacheImpl*> out;
   for (KvCache* base : caches) {
     auto* cache = dynamic_cast<KvCacheImpl*>(base);
-    if (!cache || !cache->matches(c.num_layers, c.num_kv_heads, c.head_dim))
+    if (!cache || !cache->matches(c.num_layers, c.num_kv_heads, c.head_dim, setup.kv_fp8_scales))
       throw Error(ErrorKind::kUsage, "", "cache", "a KV cache was not created by this model's new_cache()");
     if (std::find(out.begin(), out.end(), cache) != out.end())
       throw Error(ErrorKind::kUsage, "", "cache", "forward_batch was given the same KV cache twice");
@@ -123,7 +128,7 @@ std::vector<float> ModelImpl::forward_batch(std::span<const int32_t> tokens, std
                                             const ForwardHooks* hooks) {
   if (tokens.size() != caches_base.size())
     throw Error(ErrorKind::kUsage, "", "forward_batch", "one token per cache is needed");
-  const std::vector<KvCacheImpl*> caches = batch_caches(config_, caches_base);
+  const std::vector<KvCacheImpl*> caches = batch_caches(config_, setup_, caches_base);
   check_token_ids(config_, tokens);
   const auto B = static_cast<int64_t>(tokens.size());
   if (B == 0) return {};
@@ -133,10 +138,14 @@ std::vector<float> ModelImpl::forward_batch(std::span<const int32_t> tokens, std
   embed_tokens(config_, w_.embed.w, tokens, x.data());
   std::vector<RowSlot> rows(static_cast<size_t>(B));
   for (int64_t li = 0; li < config_.num_layers; ++li) {
-    for (int64_t b = 0; b < B; ++b)
-      rows[size_t(b)] = {caches[size_t(b)]->size(), caches[size_t(b)]->keys(li), caches[size_t(b)]->values(li)};
+    for (int64_t b = 0; b < B; ++b) {
+      KvCacheImpl* c = caches[size_t(b)];
+      c->prepare_layer(li, c->size());
+      rows[size_t(b)] = {c->size(), c->keys(li), c->values(li)};
+    }
     run_decoder_layer_rows(ctx, setup_, static_cast<int>(li), w_.layers[static_cast<size_t>(li)], x.data(), h.data(),
                            y.data(), B, rows.data());
+    for (KvCacheImpl* c : caches) c->commit_layer(li, c->size(), 1);
   }
   for (KvCacheImpl* c : caches) c->set_size(c->size() + 1);
   return head_logits(ctx, x.data(), B, h.data());
@@ -167,13 +176,19 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& model_dir, const
   const Architecture* arch = find_architecture(config.model_type);
   if (!arch) throw Error(ErrorKind::kInternal, label, "model_type", "architecture table out of sync");
   parse_activation(config.hidden_act, label);  // fail before reading any weight
+  if (!options.kv_cache_fp8_scales.empty() &&
+      static_cast<int64_t>(options.kv_cache_fp8_scales.size()) != config.num_layers)
+    throw Error(ErrorKind::kUsage, label, "kv_cache_fp8_scales",
+                std::to_string(options.kv_cache_fp8_scales.size()) + " fp8 KV-cache scale pairs for " +
+                    std::to_string(config.num_layers) + " decoder layers",
+                "give one (k, v) pair per layer");
   std::unique_ptr<WeightSource> own;
   if (!weights) {
     own = plain_weight_source(dir);
     weights = own.get();
   }
   ModelWeights w = load_weights(*weights, config, *arch, options.weights, model_dir.string(), options.compute);
-  return std::make_unique<ModelImpl>(std::move(config), *arch, std::move(w), options.threads, label);
+  return std::make_unique<ModelImpl>(std::move(config), *arch, std::move(w), options, label);
 }
 
 }  // namespace qloom::engine

@@ -111,6 +111,8 @@ class KvCache {
   virtual int64_t capacity() const = 0;
   virtual void clear() = 0;              // back to empty (memory kept)
   virtual void truncate(int64_t n) = 0;  // keep the first n positions
+  // Bytes the cache holds per position (all layers, keys and values).
+  virtual size_t bytes_per_token() const = 0;
 };
 
 }  // namespace qloom::engine

@@ -140,6 +140,7 @@ nlohmann::json report_to_json(const EvalReport& r) {
   if (!r.protocol.empty()) j["protocol"] = r.protocol;
   if (!r.source.empty()) j["source"] = r.source;
   j["backend"] = r.backend;
+  if (!r.runtime.empty() && r.runtime != "simulate") j["runtime"] = r.runtime;
   if (!r.server.empty()) {
     j["server"] = r.server;
     j["served_model"] = r.served_model;

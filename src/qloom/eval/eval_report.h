@@ -55,6 +55,9 @@ struct EvalReport {
   // "openai-compatible") with its URL and served model name.
   std::string backend = "qloom";
   std::string server, served_model;
+  // How the evaluated model computed: "simulate" (Quark's arithmetic),
+  // "native", either with "+bf16" (--compute bf16); empty over --server.
+  std::string runtime;
   int64_t seq_len = 0;                // 0 for gsm8k
   std::optional<int64_t> limit;       // --limit as given
   std::vector<std::string> notes;     // what was limited and why

@@ -65,6 +65,22 @@ struct UnitTracker {
   }
 };
 
+// Loads `dir`: the evaluated model (o.model_dir) with o.runtime / o.compute
+// (noted in the report when not the defaults), the --source reference as
+// Quark computes it.
+LoadedModel load_evaluated(const EvalOptions& o, EvalReport& r, const std::string& dir) {
+  engine::LoadOptions lo;
+  lo.threads = o.threads;
+  if (dir != o.model_dir) return load_for_eval(dir, lo);
+  lo.compute = o.compute;
+  LoadedModel m = load_for_eval(dir, lo, o.runtime);
+  r.runtime = exporter::runtime_name(o.runtime);
+  if (o.compute == engine::LoadOptions::Compute::kBF16) r.runtime += "+bf16";
+  if (r.runtime != "simulate" && r.notes.end() == std::find(r.notes.begin(), r.notes.end(), m.runtime.description))
+    note(o, r, "runtime " + r.runtime + ": " + m.runtime.description);
+  return m;
+}
+
 void apply_limit(const EvalOptions& o, EvalReport& r, int64_t& count, const std::string& unit) {
   if (o.limit && *o.limit < count) {
     note(o, r, "--limit " + std::to_string(*o.limit) + ": evaluating the first " +
@@ -85,7 +101,7 @@ void run_text_task(const EvalOptions& o, EvalReport& r) {
   engine::LoadOptions lo;
   lo.threads = o.threads;
   enter(o, EvalStage::kLoadModel);
-  LoadedModel quant = load_for_eval(o.model_dir, lo);
+  LoadedModel quant = load_evaluated(o, r, o.model_dir);
   enter(o, EvalStage::kPrepare);
   const engine::Tokenizer tok = load_tokenizer(o);
   const std::vector<int32_t> doc = tok.encode(ds.text, true);
@@ -172,10 +188,8 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
   LoadedModel model;
   std::unique_ptr<OpenAiClient> client;
   if (o.server.empty()) {
-    engine::LoadOptions lo;
-    lo.threads = o.threads;
     enter(o, EvalStage::kLoadModel);
-    model = load_for_eval(o.model_dir, lo);
+    model = load_evaluated(o, r, o.model_dir);
   }
   enter(o, EvalStage::kPrepare);
   const engine::Tokenizer tok = load_tokenizer(o);
@@ -255,9 +269,7 @@ McResult score_mc_model(const EvalOptions& o, EvalReport& r, const McTaskInfo& t
     scorer = server_scorer(*client);
     parallel = o.concurrency;
   } else {
-    engine::LoadOptions lo;
-    lo.threads = o.threads;
-    model = load_for_eval(dir, lo);
+    model = load_evaluated(o, r, dir);
     scorer = engine_scorer(*model.model, &model.runtime.hooks, mc_max_length(*model.model));
   }
   Progress progress(o.log, o.log_is_tty, r.task, "documents", count);

@@ -11,6 +11,7 @@
 #include <ostream>
 #include <string>
 
+#include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/eval/eval_report.h"
 
 namespace qloom::eval {
@@ -36,6 +37,13 @@ struct EvalOptions {
   std::optional<int64_t> limit;   // windows (ppl/kld), questions (gsm8k) or documents
   double time_budget = 0;     // seconds; <= 0: none
   unsigned threads = 0;       // 0: all cores
+  // How the evaluated model (not the --source reference, always simulate /
+  // f32) computes: simulate keeps Quark's arithmetic (the default; eval's
+  // numbers mean what Quark's mean), native runs its quantized linears on
+  // the engine's native kernels (checkpoint_runtime.h); compute kBF16 runs
+  // its unquantized linears with bf16 activations (engine LoadOptions).
+  exporter::Runtime runtime = exporter::Runtime::kSimulate;
+  engine::LoadOptions::Compute compute = engine::LoadOptions::Compute::kF32;
   int64_t max_gen_toks = 256; // gsm8k
   int num_fewshot = 0;        // multiple choice: few-shot examples per document
   std::string fewshot_dataset;  // multiple choice: the few-shot pool (a file of the task's format)

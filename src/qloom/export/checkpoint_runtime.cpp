@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "qloom/core/error.h"
+#include "qloom/export/native_linear.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
@@ -26,13 +27,25 @@ struct ModuleSim {
 };
 using SimMap = std::unordered_map<std::string, ModuleSim>;
 
+// A linear on a native kernel: its format and static input scale.
+struct NativeLinear {
+  NativeFormat format;
+  std::optional<quant::StaticQParams> input;
+};
+using NativeMap = std::unordered_map<std::string, NativeLinear>;
+
 // A Quark checkpoint: quantized weights dequantized to F32 on load (codes,
-// scales and zero points exactly as stored), everything else as stored.
+// scales and zero points exactly as stored), or handed to a native kernel
+// (load_native) for the linears in `natives`; everything else as stored.
 class QuarkWeightSource final : public engine::WeightSource {
  public:
   QuarkWeightSource(const io::ModelDir& dir, std::unordered_map<std::string, quant::QuantSpec> specs,
-                    PackOrder order)
-      : dir_(dir), plain_(engine::plain_weight_source(dir)), specs_(std::move(specs)), order_(order) {}
+                    NativeMap natives, PackOrder order)
+      : dir_(dir),
+        plain_(engine::plain_weight_source(dir)),
+        specs_(std::move(specs)),
+        natives_(std::move(natives)),
+        order_(order) {}
 
   bool contains(const std::string& name) const override { return plain_->contains(name); }
 
@@ -41,7 +54,7 @@ class QuarkWeightSource final : public engine::WeightSource {
     const std::string module = name.substr(0, name.size() - kWeightSuffix.size());
     const auto it = specs_.find(module);
     if (it == specs_.end()) return plain_->load(name);
-    const quant::QuantizedTensor qt = unpack_quantized_weight(module, it->second, index_lookup(dir_.weights()), order_);
+    const quant::QuantizedTensor qt = unpack(module, it->second);
     engine::HostTensor t;
     t.dtype = DType::kF32;
     t.shape.assign(qt.shape.begin(), qt.shape.end());
@@ -51,12 +64,23 @@ class QuarkWeightSource final : public engine::WeightSource {
     return t;
   }
 
+  std::optional<engine::QuantLinearData> load_native(const std::string& module) const override {
+    const auto it = natives_.find(module);
+    if (it == natives_.end()) return std::nullopt;
+    return native_linear_data(module, it->second.format, unpack(module, specs_.at(module)), it->second.input);
+  }
+
   void release(const std::string& name) const override { plain_->release(name); }
 
  private:
+  quant::QuantizedTensor unpack(const std::string& module, const quant::QuantSpec& spec) const {
+    return unpack_quantized_weight(module, spec, index_lookup(dir_.weights()), order_);
+  }
+
   const io::ModelDir& dir_;
   std::unique_ptr<engine::WeightSource> plain_;
   std::unordered_map<std::string, quant::QuantSpec> specs_;
+  NativeMap natives_;
   PackOrder order_;
 };
 
@@ -79,6 +103,137 @@ void apply(const SimMap& sims, const engine::LinearSite& site, float* x, int64_t
   if (it == sims.end()) return;
   const std::optional<ActivationSim>& a = input ? it->second.input : it->second.output;
   if (a) quant::fake_quantize_activation(x, rows, cols, a->spec, a->qparams);
+}
+
+
+// What open_checkpoint_runtime gathers from the checkpoint's specs.
+struct Collected {
+  std::unordered_map<std::string, quant::QuantSpec> weight_specs;  // quantized linears
+  NativeMap natives;                                               // those on native kernels
+  std::shared_ptr<SimMap> sims = std::make_shared<SimMap>();       // simulated activations
+  size_t quantized = 0;
+  bool rows_independent = true;
+  // k_proj / v_proj output (KV-cache) specs: module -> layer index.
+  std::unordered_map<std::string, int> kv_outputs;
+};
+
+// "model.layers.N.self_attn.{k,v}_proj" -> N, else -1.
+int kv_proj_layer(const std::string& module) {
+  static constexpr std::string_view kPrefix = "model.layers.";
+  if (!module.starts_with(kPrefix)) return -1;
+  const size_t dot = module.find('.', kPrefix.size());
+  if (dot == std::string::npos) return -1;
+  const std::string_view rest = std::string_view(module).substr(dot);
+  if (rest != ".self_attn.k_proj" && rest != ".self_attn.v_proj") return -1;
+  try {
+    return std::stoi(module.substr(kPrefix.size(), dot - kPrefix.size()));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+bool is_static_fp8_per_tensor(const std::optional<quant::QuantSpec>& s) {
+  return s && s->dtype == quant::QDtype::kFp8E4M3 && s->qscheme == quant::QScheme::kPerTensor && !s->is_dynamic;
+}
+
+// One linear's specs into `c`: its weight (dequantized or native) and its
+// simulated input / output quantization.
+void collect_linear(const std::string& module, int64_t in, const quant::LayerQuantSpec& spec, Runtime runtime,
+                    const TensorLookup& lookup, const std::string& file, bool has_weight_scale, Collected& c) {
+  std::optional<NativeFormat> native;
+  if (spec.weight && has_weight_scale) {
+    c.weight_specs.emplace(module, *spec.weight);
+    ++c.quantized;
+    if (runtime == Runtime::kNative) native = native_format(spec, in);
+  }
+  ModuleSim sim;
+  for (const auto* act : {&spec.input, &spec.output})
+    if (*act && (*act)->is_dynamic && (*act)->qscheme == quant::QScheme::kPerTensor) c.rows_independent = false;
+  if (spec.input) {
+    auto q = static_qparams(module, ActivationRole::kInput, *spec.input, lookup, file);
+    if (native) c.natives.emplace(module, NativeLinear{*native, q});
+    else sim.input = ActivationSim{*spec.input, q};
+  }
+  else if (native) {
+    c.natives.emplace(module, NativeLinear{*native, std::nullopt});
+  }
+  if (spec.output) {
+    sim.output = ActivationSim{*spec.output, static_qparams(module, ActivationRole::kOutput, *spec.output, lookup, file)};
+    if (runtime == Runtime::kNative && is_static_fp8_per_tensor(spec.output) && kv_proj_layer(module) >= 0)
+      c.kv_outputs.emplace(module, kv_proj_layer(module));
+  }
+  if (sim.input || sim.output) c.sims->emplace(module, std::move(sim));
+}
+
+Collected collect(const io::ModelDir& dir, const nlohmann::json& qc, Runtime runtime, const std::string& file) {
+  const io::WeightIndex& w = dir.weights();
+  const TensorLookup lookup = index_lookup(w);
+  Collected c;
+  // Only linear layers carry Quark specs (embeddings and norms never do,
+  // whatever the global config says).
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> shapes;
+  for (const std::string& name : w.tensor_names()) shapes.emplace_back(name, w.find(name)->shape);
+  for (const quant::LinearLayer& layer : quant::find_linear_layers(shapes)) {
+    const auto spec = resolve_layer_quant_spec(qc, layer.module, file);
+    if (!spec) continue;
+    const int64_t in = layer.shape.size() == 2 ? static_cast<int64_t>(layer.shape[1]) : 0;
+    collect_linear(layer.module, in, *spec, runtime, lookup, file, w.find(layer.module + ".weight_scale") != nullptr, c);
+  }
+  return c;
+}
+
+// Native runtime: when every decoder layer's k_proj and v_proj carry a
+// static fp8 output (KV-cache) scale, the engine keeps an fp8 KV cache with
+// those scales instead of simulating them on the projections' outputs.
+void take_fp8_kv_cache(const io::ModelDir& dir, Collected& c, CheckpointRuntime& rt) {
+  const int64_t layers = dir.config().value("num_hidden_layers", int64_t{0});
+  if (layers <= 0 || c.kv_outputs.size() != static_cast<size_t>(2 * layers)) return;
+  std::vector<std::pair<float, float>> scales(static_cast<size_t>(layers), {0.0f, 0.0f});
+  for (const auto& [module, layer] : c.kv_outputs) {
+    if (layer >= layers) return;
+    const float s = c.sims->at(module).output->qparams->scale;
+    auto& pair = scales[static_cast<size_t>(layer)];
+    (module.ends_with("k_proj") ? pair.first : pair.second) = s;
+  }
+  for (const auto& [k, v] : scales)
+    if (!(k > 0.0f) || !(v > 0.0f)) return;
+  for (const auto& [module, layer] : c.kv_outputs) {
+    ModuleSim& sim = c.sims->at(module);
+    sim.output.reset();
+    if (!sim.input) c.sims->erase(module);
+  }
+  rt.kv_cache_fp8_scales = std::move(scales);
+}
+
+size_t count_sims(const SimMap& sims, bool input) {
+  size_t n = 0;
+  for (const auto& [module, sim] : sims) n += input ? sim.input.has_value() : sim.output.has_value();
+  return n;
+}
+
+void install_hooks(const std::shared_ptr<SimMap>& sims, engine::ForwardHooks& hooks) {
+  if (sims->empty()) return;
+  hooks.linear_input = [sims](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+    apply(*sims, s, x, rows, cols, true);
+  };
+  hooks.linear_output = [sims](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+    apply(*sims, s, y, rows, cols, false);
+  };
+}
+
+std::string describe(const CheckpointRuntime& rt, size_t quantized, size_t act_sim, size_t kv_sim) {
+  std::string d = "quark (" + std::string(runtime_name(rt.runtime)) + "): " + std::to_string(quantized) +
+                  " quantized linears";
+  if (rt.runtime == Runtime::kNative) {
+    d += ", " + std::to_string(rt.native_linears) + " on native kernels";
+    if (rt.native_linears < quantized) d += ", " + std::to_string(quantized - rt.native_linears) + " dequantized";
+  } else {
+    d += " dequantized";
+  }
+  if (act_sim) d += ", " + std::to_string(act_sim) + " with simulated input quantization";
+  if (kv_sim) d += ", " + std::to_string(kv_sim) + " with simulated output (KV cache) quantization";
+  if (!rt.kv_cache_fp8_scales.empty()) d += ", fp8 KV cache";
+  return d;
 }
 
 }  // namespace
@@ -113,48 +268,14 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir, Runtime runti
                 "evaluate the unquantized source, or export with qloom quantize");
   const PackOrder order = pack_order_of(qc);
 
-  const io::WeightIndex& w = dir.weights();
-  const TensorLookup lookup = index_lookup(w);
-  std::unordered_map<std::string, quant::QuantSpec> weight_specs;
-  auto sims = std::make_shared<SimMap>();
-  size_t quantized = 0, act_sim = 0, kv_sim = 0;
-  // Only linear layers carry Quark specs (embeddings and norms never do,
-  // whatever the global config says).
-  std::vector<std::pair<std::string, std::vector<uint64_t>>> shapes;
-  for (const std::string& name : w.tensor_names()) shapes.emplace_back(name, w.find(name)->shape);
-  for (const quant::LinearLayer& layer : quant::find_linear_layers(shapes)) {
-    const std::string& module = layer.module;
-    const auto spec = resolve_layer_quant_spec(qc, module, file);
-    if (!spec) continue;
-    if (spec->weight && w.find(module + ".weight_scale") != nullptr) {
-      weight_specs.emplace(module, *spec->weight);
-      ++quantized;
-    }
-    ModuleSim sim;
-    for (const auto* act : {&spec->input, &spec->output})
-      if (*act && (*act)->is_dynamic && (*act)->qscheme == quant::QScheme::kPerTensor) rt.rows_independent = false;
-    if (spec->input) {
-      sim.input = ActivationSim{*spec->input, static_qparams(module, ActivationRole::kInput, *spec->input, lookup, file)};
-      ++act_sim;
-    }
-    if (spec->output) {
-      sim.output = ActivationSim{*spec->output, static_qparams(module, ActivationRole::kOutput, *spec->output, lookup, file)};
-      ++kv_sim;
-    }
-    if (sim.input || sim.output) sims->emplace(module, std::move(sim));
-  }
-  rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(weight_specs), order);
-  if (!sims->empty()) {
-    rt.hooks.linear_input = [sims](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
-      apply(*sims, s, x, rows, cols, true);
-    };
-    rt.hooks.linear_output = [sims](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
-      apply(*sims, s, y, rows, cols, false);
-    };
-  }
-  rt.description = "quark: " + std::to_string(quantized) + " quantized linears dequantized";
-  if (act_sim) rt.description += ", " + std::to_string(act_sim) + " with simulated input quantization";
-  if (kv_sim) rt.description += ", " + std::to_string(kv_sim) + " with simulated output (KV cache) quantization";
+  Collected c = collect(dir, qc, runtime, file);
+  if (runtime == Runtime::kNative) take_fp8_kv_cache(dir, c, rt);
+  rt.native_linears = c.natives.size();
+  rt.rows_independent = c.rows_independent;
+  const size_t act_sim = count_sims(*c.sims, true), kv_sim = count_sims(*c.sims, false);
+  rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(c.weight_specs), std::move(c.natives), order);
+  install_hooks(c.sims, rt.hooks);
+  rt.description = describe(rt, c.quantized, act_sim, kv_sim);
   return rt;
 }
 

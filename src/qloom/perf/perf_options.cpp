@@ -84,6 +84,10 @@ void add_workload_flags(CLI::App& sub, PerfCommand& cmd) {
   sub.add_option(flag_names("server"), s.server,
                  "measure throughput against this OpenAI-compatible server (qloom serve, vLLM, SGLang)");
   sub.add_option(flag_names("threads"), s.threads, "worker threads (0 = all cores)");
+  sub.add_option(flag_names("runtime"), s.runtime,
+                 "in-process throughput: native (quantized kernels, bf16 compute; default) or simulate "
+                 "(dequantized weights, simulated activation quantization)")
+      ->check(CLI::IsMember({"native", "simulate"}));
 }
 
 void add_gpu_only_flags(CLI::App& sub, PerfCommand& cmd) {
@@ -246,6 +250,7 @@ nlohmann::ordered_json to_json(const RunSpec& s) {
   j["calib_seqlen"] = s.calib_seqlen;
   j["server"] = str_or_null(s.server);
   j["threads"] = s.threads;
+  j["runtime"] = s.runtime;
   j["not_applicable"] = s.not_applicable;
   return j;
 }
@@ -315,6 +320,7 @@ RunSpec run_spec_from_json(const nlohmann::json& j) {
   read(j, "calib_seqlen", s.calib_seqlen);
   read_str_or_null(j, "server", s.server);
   read(j, "threads", s.threads);
+  if (j.contains("runtime")) read(j, "runtime", s.runtime);  // absent in sessions before issue 14
   read(j, "not_applicable", s.not_applicable);
   return s;
 }

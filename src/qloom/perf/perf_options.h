@@ -56,6 +56,9 @@ struct RunSpec {
   int64_t num_calib_data = 512, calib_seqlen = 512;
   std::string server;
   unsigned threads = 0;  // 0 = all cores
+  // In-process throughput: native (quantized linears on the engine's native
+  // kernels, unquantized ones with bf16 compute, as served) or simulate.
+  std::string runtime = "native";
   // GPU-only option name -> value(s) as given.
   std::map<std::string, std::string> not_applicable;
 };

@@ -25,6 +25,7 @@ ThroughputSpec throughput_spec(const RunSpec& spec) {
   t.concurrency = spec.bench_concurrency;
   t.threads = spec.threads;
   t.server = spec.server;
+  t.runtime = spec.runtime;
   return t;
 }
 

@@ -85,8 +85,8 @@ Json warnings_of(const Field& state, const Json& performance, const ReportContex
     for (const auto& [k, v] : na.object().items())
       push_unique(w, flag_of(k) + " " + display(v) + ": not applicable to qloom's native engine (recorded, not used)");
   if (performance["runtime"] == "simulate")
-    push_unique(w, "throughput was measured on the simulated runtime (qloom's native low-precision kernels "
-                   "have not landed yet): tokens/s and gain model the kernels, they do not time them");
+    push_unique(w, "throughput was measured on the simulated runtime (--runtime simulate): tokens/s and gain "
+                   "time fp32 arithmetic on dequantized weights, not the low-precision kernels");
   const Field ms = state["performance_measurements"];
   const Json limit = state["performance_validation"]["stability_relative_mad"].opt_number();
   for (size_t i = 0; i < ms.size(); ++i) {

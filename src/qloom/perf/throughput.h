@@ -10,10 +10,11 @@
 // throughput_protocol.h says. A server run needs the model directory too
 // (tokenizer and config), as `qloom eval --server` does.
 //
-// In-process (spec.server empty): exporter::load_for_eval, so a Quark
-// checkpoint runs with its weights dequantized to fp32 and its activation /
-// KV quantization simulated ("runtime": "simulate"; issue 14's native kernels
-// have not landed, so a quantized model is no faster here than its source).
+// In-process (spec.server empty): exporter::load_for_eval with spec.runtime:
+// "native" (the default) runs a Quark checkpoint's quantized linears on the
+// engine's native kernels and unquantized linears with bf16 compute, as a
+// server would; "simulate" dequantizes the weights to fp32 and simulates the
+// activation / KV quantization (Quark's arithmetic, no low-precision speed).
 // One run serves all prompts with `concurrency` sequences active: a freed
 // slot takes the next prompt, prefills it in one forward (last row only),
 // and every round each active sequence takes its greedy token (EOS ignored)
@@ -46,6 +47,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <string>
@@ -116,15 +118,18 @@ struct ThroughputMeasurement {
 // The token ids prompts are drawn from (see the file comment), ascending.
 std::vector<int32_t> prompt_token_pool(const engine::Tokenizer& tok, const engine::ModelConfig& cfg);
 
-// Loaded engines keyed by (model directory, threads), so workloads that
-// differ only in batch layout share one copy of the weights.
+// Loaded engines keyed by (model directory, threads, runtime), so workloads
+// that differ only in batch layout share one copy of the weights. Runtime
+// "native": quantized linears on the native kernels, bf16 compute for the
+// rest (as served); "simulate": Quark's arithmetic in fp32.
 class EngineCache {
  public:
-  std::shared_ptr<exporter::LoadedModel> get(const std::filesystem::path& model_dir, unsigned threads);
+  std::shared_ptr<exporter::LoadedModel> get(const std::filesystem::path& model_dir, unsigned threads,
+                                             const std::string& runtime = "native");
   void clear() { models_.clear(); }
 
  private:
-  std::map<std::pair<std::string, unsigned>, std::shared_ptr<exporter::LoadedModel>> models_;
+  std::map<std::tuple<std::string, unsigned, std::string>, std::shared_ptr<exporter::LoadedModel>> models_;
 };
 
 // A model + spec + settings ready to run (prompts generated, model loaded or

@@ -38,6 +38,7 @@ Json ThroughputSpec::to_json() const {
   j["served_model"] = served_model.empty() ? Json() : Json(served_model);
   j["api_key"] = api_key.empty() ? Json() : Json("***");
   j["num_prompts_override"] = num_prompts_override;
+  j["runtime"] = runtime;
   return j;
 }
 
@@ -55,6 +56,8 @@ ThroughputSpec ThroughputSpec::from_json(const Json& j, const std::string& where
   s.server = json_read::text(j, "server", where);
   s.served_model = json_read::text(j, "served_model", where);
   s.num_prompts_override = json_read::integer(j, "num_prompts_override", where);
+  s.runtime = j.contains("runtime") ? json_read::text(j, "runtime", where) : "simulate";  // before issue 14
+  if (s.runtime != "native" && s.runtime != "simulate") throw_invalid(where, "runtime", "runtime must be native or simulate");
   return s;
 }
 

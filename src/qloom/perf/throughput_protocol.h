@@ -48,10 +48,12 @@ struct ThroughputSpec {
   std::string served_model;    // the server's model id; empty = the first it lists
   std::string api_key;         // bearer token for the server (never written to JSON)
   int64_t num_prompts_override = 0;  // > 0: this many prompts instead of concurrency x factor
+  // In-process: "native" (quantized kernels, bf16 compute) or "simulate".
+  std::string runtime = "native";
 
   // {isl, osl, concurrency, seed, threads, server (null when empty),
   // served_model (null when empty), api_key: "***" when set else null,
-  // num_prompts_override}. from_json reads the same (api_key stays empty);
+  // num_prompts_override, runtime}. from_json reads the same (api_key stays empty);
   // a missing or mistyped field is Error kInvalidInput naming `where` and it.
   nlohmann::ordered_json to_json() const;
   static ThroughputSpec from_json(const nlohmann::ordered_json& j, const std::string& where);

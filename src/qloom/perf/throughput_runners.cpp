@@ -68,7 +68,7 @@ class EngineWorkload final : public Workload {
   RunSample run() override;
   bool in_process() const override { return true; }
   bool rows_independent() const override { return lm_->runtime.rows_independent; }
-  std::string runtime() const override { return "simulate"; }
+  std::string runtime() const override { return exporter::runtime_name(lm_->runtime.runtime); }
   std::string backend() const override { return "qloom"; }
   std::string note() const override;
 
@@ -102,10 +102,12 @@ EngineWorkload::EngineWorkload(const fs::path& dir, const ThroughputSpec& spec, 
 }
 
 std::string EngineWorkload::note() const {
-  std::string n = "in-process qloom engine, runtime simulate (" + lm_->runtime.description +
-                  "): a Quark checkpoint's weights are dequantized to fp32 and its activation / KV-cache "
-                  "quantization simulated, because the native low-precision kernels (issue 14) have not "
-                  "landed, so a quantized model shows no low-precision speed-up here; " +
+  const bool native = lm_->runtime.runtime == exporter::Runtime::kNative;
+  std::string n = "in-process qloom engine, runtime " + runtime() + " (" + lm_->runtime.description + "): " +
+                  (native ? "quantized linears on the native int8 / fp8 / 4-bit kernels, unquantized ones with "
+                            "bf16 compute, as served; "
+                          : "a Quark checkpoint's weights are dequantized to fp32 and its activation / KV-cache "
+                            "quantization simulated, so a quantized model shows no low-precision speed-up here; ") +
                   std::to_string(settings_.threads) + " threads, decode passes of up to " +
                   std::to_string(settings_.decode_batch) + " sequences";
   if (!rows_independent()) n += " (one at a time: the checkpoint's dynamic per-tensor scales mix rows)";
@@ -199,7 +201,7 @@ class ServerWorkload final : public Workload {
   RunSample run() override;
   bool in_process() const override { return false; }
   bool rows_independent() const override { return true; }
-  std::string runtime() const override { return info_.backend == "qloom" ? "simulate" : "server"; }
+  std::string runtime() const override { return "server"; }
   std::string backend() const override { return info_.backend; }
   std::string note() const override;
 
@@ -235,8 +237,8 @@ std::string ServerWorkload::note() const {
   std::string n = "server " + base_ + " (backend " + info_.backend + ", model " + info_.model +
                   "): /v1/completions with token-id prompts, ignore_eos and min_tokens = OSL";
   if (info_.backend == "qloom")
-    n += "; qloom serve runs the simulate runtime (weights dequantized, activation quantization simulated; "
-         "issue 14's native kernels have not landed)";
+    n += "; qloom serve runs the runtime it was started with (--runtime native by default: quantized linears on "
+         "the native kernels)";
   return n;
 }
 
@@ -318,14 +320,22 @@ RunSample ServerWorkload::run() {
 
 }  // namespace
 
-std::shared_ptr<exporter::LoadedModel> EngineCache::get(const fs::path& model_dir, unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());  // as ThreadPool(0)
-  const auto key = std::make_pair(fs::absolute(model_dir).lexically_normal().string(), threads);
-  auto it = models_.find(key);
-  if (it != models_.end()) return it->second;
+static std::shared_ptr<exporter::LoadedModel> load_engine(const fs::path& model_dir, unsigned threads,
+                                                   const std::string& runtime) {
   engine::LoadOptions o;
   o.threads = threads;
-  auto lm = std::make_shared<exporter::LoadedModel>(exporter::load_for_eval(model_dir, o));
+  const exporter::Runtime rt = exporter::parse_runtime(runtime);
+  if (rt == exporter::Runtime::kNative) o.compute = engine::LoadOptions::Compute::kBF16;
+  return std::make_shared<exporter::LoadedModel>(exporter::load_for_eval(model_dir, o, rt));
+}
+
+std::shared_ptr<exporter::LoadedModel> EngineCache::get(const fs::path& model_dir, unsigned threads,
+                                                        const std::string& runtime) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());  // as ThreadPool(0)
+  const auto key = std::make_tuple(fs::absolute(model_dir).lexically_normal().string(), threads, runtime);
+  auto it = models_.find(key);
+  if (it != models_.end()) return it->second;
+  auto lm = load_engine(model_dir, threads, runtime);
   models_.emplace(key, lm);
   return lm;
 }
@@ -337,11 +347,9 @@ std::unique_ptr<Workload> open_workload(const fs::path& model_dir, const Through
   const unsigned threads = settings.threads > 0 ? settings.threads : spec.threads;
   std::shared_ptr<exporter::LoadedModel> lm;
   if (cache) {
-    lm = cache->get(model_dir, threads);
+    lm = cache->get(model_dir, threads, spec.runtime);
   } else {
-    engine::LoadOptions o;
-    o.threads = threads;
-    lm = std::make_shared<exporter::LoadedModel>(exporter::load_for_eval(model_dir, o));
+    lm = load_engine(model_dir, threads, spec.runtime);
   }
   return std::make_unique<EngineWorkload>(model_dir, spec, settings, std::move(lm));
 }

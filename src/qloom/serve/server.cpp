@@ -56,9 +56,10 @@ ApiError status_error(int status, const httplib::Request& req) {
   }
 }
 
-engine::LoadOptions load_options(unsigned threads) {
+engine::LoadOptions load_options(const ServerOptions& opt) {
   engine::LoadOptions o;
-  o.threads = threads;
+  o.threads = opt.threads;
+  o.compute = opt.compute;
   return o;
 }
 
@@ -101,7 +102,7 @@ struct Server::Impl {
 };
 
 Server::Impl::Impl(const fs::path& dir, ServerOptions o)
-    : opt(std::move(o)), lm(eval::load_for_eval(dir, load_options(opt.threads))), tok(engine::Tokenizer::load(dir)) {
+    : opt(std::move(o)), lm(eval::load_for_eval(dir, load_options(opt), opt.runtime)), tok(engine::Tokenizer::load(dir)) {
   try {
     chat = engine::ChatTemplate::load(dir);
   } catch (const Error& e) {

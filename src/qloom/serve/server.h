@@ -23,6 +23,9 @@
 #include <memory>
 #include <string>
 
+#include "qloom/engine/model.h"
+#include "qloom/export/checkpoint_runtime.h"
+
 namespace qloom::serve {
 
 struct ServerOptions {
@@ -32,6 +35,10 @@ struct ServerOptions {
   size_t max_concurrency = 8;
   int64_t max_tokens_limit = 0;  // 0: min(context, 4096)
   unsigned threads = 0;          // compute threads, 0 = all cores
+  // A Quark checkpoint's quantized linears on the native kernels (serving is
+  // where speed is the point); kSimulate for Quark's arithmetic.
+  exporter::Runtime runtime = exporter::Runtime::kNative;
+  engine::LoadOptions::Compute compute = engine::LoadOptions::Compute::kF32;
   std::string served_model_name;  // empty: the model directory's name
   size_t max_body_bytes = size_t(32) << 20;
 };

@@ -48,9 +48,9 @@ struct WindowResult {
 // Loads both checkpoints in the engine (the quantized one as it computes:
 // dequantized weights, simulated activation / KV quantization) and scores
 // one window: KL(source || quantized) per position and top-1 agreement.
-WindowResult engine_window(const io::ModelDir& source, const io::ModelDir& quantized) {
+WindowResult engine_window(const io::ModelDir& source, const io::ModelDir& quantized, exporter::Runtime runtime) {
   auto src = exporter::load_for_eval(source.path());
-  auto q = exporter::load_for_eval(quantized.path());
+  auto q = exporter::load_for_eval(quantized.path(), {}, runtime);
   const int64_t vocab = src.model->config().vocab_size;
   std::vector<int32_t> ids;
   try {
@@ -101,7 +101,8 @@ double module_sqnr_floor_db(const quant::QuantSpec& w, std::optional<double> rtn
   return std::min(fixed, *rtn_sqnr_db - (rtn_export ? kRtnSqnrAllowanceDb : kAlgoSqnrAllowanceDb));
 }
 
-StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized) {
+StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized,
+                                     exporter::Runtime runtime) {
   StepResult r;
   r.number = 5;
   r.title = "numeric checks";
@@ -245,10 +246,11 @@ StepResult check_dequantized_weights(const io::ModelDir& source, const io::Model
   // The engine loads the checkpoint and scores one window against the source.
   std::string engine_summary;
   try {
-    const WindowResult w = engine_window(source, quantized);
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "engine: one %zu-token window, KL(source||quantized) %.5f, top-1 agreement %.1f%%",
-                  w.tokens, w.kld_mean, 100.0 * w.top1);
+    const WindowResult w = engine_window(source, quantized, runtime);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "engine%s: one %zu-token window, KL(source||quantized) %.5f, top-1 agreement %.1f%%",
+                  runtime == exporter::Runtime::kNative ? " (native runtime)" : "", w.tokens, w.kld_mean,
+                  100.0 * w.top1);
     engine_summary = buf;
     r.data["engine_window_tokens"] = w.tokens;
     r.data["engine_kld_mean"] = w.kld_mean;

@@ -19,6 +19,7 @@
 
 #include <optional>
 
+#include "qloom/export/checkpoint_runtime.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/quant/quant_spec.h"
 #include "qloom/validate/report.h"
@@ -44,7 +45,10 @@ inline constexpr double kAlgoSqnrAllowanceDb = 6.0;
 double module_sqnr_floor_db(const quant::QuantSpec& weight_spec, std::optional<double> rtn_sqnr_db,
                             bool rtn_export);
 
-// Usable as ValidateOptions::numeric_step.
-StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized);
+// Usable as ValidateOptions::numeric_step. `runtime`: how the engine window
+// runs the quantized checkpoint (simulate by default, so the step's KLD keeps
+// meaning Quark's arithmetic; validate --runtime native checks the kernels).
+StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized,
+                                     exporter::Runtime runtime = exporter::Runtime::kSimulate);
 
 }  // namespace qloom::validate
