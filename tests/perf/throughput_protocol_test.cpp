@@ -182,7 +182,7 @@ TEST(ThroughputProtocol, SpecJsonRoundTripHidesTheKey) {
   const auto j = s.to_json();
   EXPECT_EQ(j.dump(),
             R"({"isl":64,"osl":32,"concurrency":4,"seed":1234,"threads":2,"server":"http://127.0.0.1:8000",)"
-            R"("served_model":null,"api_key":"***","num_prompts_override":0})");
+            R"("served_model":null,"api_key":"***","num_prompts_override":0,"runtime":"native"})");
   const ThroughputSpec back = ThroughputSpec::from_json(j, "state.json");
   ThroughputSpec want = s;
   want.api_key.clear();  // the key never travels through JSON

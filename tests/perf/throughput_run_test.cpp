@@ -113,7 +113,7 @@ TEST(ThroughputRun, BatchLayoutsProduceTheSameWork) {
   }
 }
 
-TEST(ThroughputRun, QuarkCheckpointRunsOnTheSimulateRuntime) {
+TEST(ThroughputRun, QuarkCheckpointRunsOnTheNativeRuntime) {
   test::TempDir tmp("tput");
   exporter::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
@@ -124,7 +124,13 @@ TEST(ThroughputRun, QuarkCheckpointRunsOnTheSimulateRuntime) {
   const ThroughputSpec s = tiny();
   const ThroughputMeasurement m = measure_throughput(tmp / "int8", "quantized", s);
   expect_sane(m, s, 20);
-  EXPECT_NE(m.note.find("quark"), std::string::npos) << m.note;
+  EXPECT_NE(m.note.find("quark (native)"), std::string::npos) << m.note;
+  EXPECT_NE(m.note.find("on native kernels"), std::string::npos) << m.note;
+  ThroughputSpec sim = s;
+  sim.runtime = "simulate";
+  const ThroughputMeasurement ms = measure_throughput(tmp / "int8", "quantized", sim);
+  expect_sane(ms, sim, 20);
+  EXPECT_NE(ms.note.find("quark (simulate)"), std::string::npos) << ms.note;
   // Same vocabulary, same prompts: ABBA against the source model.
   const AbbaResult r = abba(QLOOM_DEMO_MODEL_DIR, tmp / "int8", s);
   ASSERT_EQ(r.legs.size(), 4u);

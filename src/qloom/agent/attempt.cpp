@@ -816,10 +816,7 @@ class AttemptRunner {
   validate::ValidationReport run_validator() {
     validate::ValidateOptions vo;
     vo.threads = opts_.threads;
-    if (opts_.numeric_validation)
-      vo.numeric_step = [](const io::ModelDir& s, const io::ModelDir& q) {
-        return validate::check_dequantized_weights(s, q);  // simulate: Quark's arithmetic
-      };
+    if (opts_.numeric_validation) vo.numeric_step = validate::check_dequantized_weights;
     auto rep = validate::validate_checkpoint(source_dir_, quantized_dir_, vo);
     validate::write_validation_report(rep, ws_.dir());
     return rep;

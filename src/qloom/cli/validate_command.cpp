@@ -75,7 +75,7 @@ void register_validate(CLI::App& app, CommandFn& run) {
         if (!o->no_numeric) {
           const exporter::Runtime rt = exporter::parse_runtime(o->runtime);
           vo.numeric_step = [rt](const io::ModelDir& s, const io::ModelDir& q) {
-            return validate::check_dequantized_weights(s, q, rt);
+            return validate::check_dequantized_weights_on(s, q, rt);
           };
         }
         report = validate::validate_checkpoint(resolve_model_arg(o->source, io::HubFetch::kModel),

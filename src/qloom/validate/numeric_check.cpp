@@ -101,8 +101,8 @@ double module_sqnr_floor_db(const quant::QuantSpec& w, std::optional<double> rtn
   return std::min(fixed, *rtn_sqnr_db - (rtn_export ? kRtnSqnrAllowanceDb : kAlgoSqnrAllowanceDb));
 }
 
-StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized,
-                                     exporter::Runtime runtime) {
+StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::ModelDir& quantized,
+                                        exporter::Runtime runtime) {
   StepResult r;
   r.number = 5;
   r.title = "numeric checks";

@@ -45,10 +45,13 @@ inline constexpr double kAlgoSqnrAllowanceDb = 6.0;
 double module_sqnr_floor_db(const quant::QuantSpec& weight_spec, std::optional<double> rtn_sqnr_db,
                             bool rtn_export);
 
-// Usable as ValidateOptions::numeric_step. `runtime`: how the engine window
+// Usable as ValidateOptions::numeric_step (simulate). _on: `runtime`: how the engine window
 // runs the quantized checkpoint (simulate by default, so the step's KLD keeps
 // meaning Quark's arithmetic; validate --runtime native checks the kernels).
-StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized,
-                                     exporter::Runtime runtime = exporter::Runtime::kSimulate);
+StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::ModelDir& quantized,
+                                        exporter::Runtime runtime);
+inline StepResult check_dequantized_weights(const io::ModelDir& source, const io::ModelDir& quantized) {
+  return check_dequantized_weights_on(source, quantized, exporter::Runtime::kSimulate);
+}
 
 }  // namespace qloom::validate
