@@ -1,0 +1,68 @@
+// AVX-512 (F+BW+VL+DQ) instantiation of the packed 4-bit kernels
+// (packed4_kernels_impl.h): a 16-entry table per scale group in one zmm, one
+// vpermps per 16 weights (the index is the nibble: vpermps reads the low 4
+// bits of each lane, so the low nibble needs no mask). Contract:
+// packed4_kernels.h.
+#include "qloom/engine/native/packed4_kernels.h"
+
+#if defined(__x86_64__)
+
+#include "qloom/core/x86_intrinsics.h"
+#include "qloom/engine/gemm_kernels.h"
+
+#define QLOOM_P4_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+
+namespace qloom::engine::native::packed4 {
+namespace {
+
+struct V {
+  using R = __m512;
+  using Tab = __m512;
+  static constexpr int kOuts = 2;         // W rows per GEMV tile for 2..4 x rows
+  static constexpr int kOutsOneRow = 4;   // ... for one x row (decode)
+  QLOOM_P4_TARGET static R zero() { return _mm512_setzero_ps(); }
+  QLOOM_P4_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
+  QLOOM_P4_TARGET static __mmask16 first(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  QLOOM_P4_TARGET static R load_part(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(first(n), p); }
+  QLOOM_P4_TARGET static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  QLOOM_P4_TARGET static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  QLOOM_P4_TARGET static R keep(R v, int64_t n) { return _mm512_maskz_mov_ps(first(n), v); }
+  QLOOM_P4_TARGET static Tab table(const float* basez, float s) {
+    return _mm512_mul_ps(_mm512_loadu_ps(basez), _mm512_set1_ps(s));
+  }
+  QLOOM_P4_TARGET static void decode(const uint8_t* c, Tab t, R& lo, R& hi) {
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+    lo = _mm512_permutexvar_ps(v, t);
+    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t);
+  }
+  // The canonical tree (gemm_dispatch.h): t[i] = p[i] + p[i+8],
+  // q[i] = t[i] + t[i+4], (q0 + q2) + (q1 + q3); what gemm_avx512.cpp's hsum
+  // computes (maskz forms for GCC 12, see there).
+  QLOOM_P4_TARGET static float hsum(R v) {
+    const __m512 s = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));
+    const __m256 h = _mm512_maskz_extractf32x8_ps(0xFF, s, 0);
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+  }
+};
+
+#include "qloom/engine/native/packed4_kernels_impl.h"
+
+}  // namespace
+
+const Packed4Kernels* packed4_kernels_avx512() {
+  static const Packed4Kernels set{"avx512", gemv_entry, dequant_panels_entry, detail::gemm_kernels_avx512()};
+  return &set;
+}
+
+}  // namespace qloom::engine::native::packed4
+
+#else
+
+namespace qloom::engine::native::packed4 {
+const Packed4Kernels* packed4_kernels_avx512() { return nullptr; }
+}  // namespace qloom::engine::native::packed4
+
+#endif
