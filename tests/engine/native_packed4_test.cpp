@@ -265,9 +265,10 @@ TEST(Packed4Test, BytesAndAccessors) {
   EXPECT_EQ(u->act_format(), QActFormat::kF32);
   EXPECT_EQ(u->out(), 64);
   EXPECT_EQ(u->in(), 256);
-  // Per-channel odd in: each row padded to whole 16-byte chunks (32 codes).
+  // Per-channel odd in: each row padded to whole 16-byte chunks (32 codes),
+  // out padded to a whole tile of 4 rows.
   const auto p = make_quant_linear(make_data({QWeightFormat::kInt4, 3, 33, 33}, rng));
-  EXPECT_EQ(p->bytes(), size_t{3 * 32 + 3 * 4 + 1024});
+  EXPECT_EQ(p->bytes(), size_t{4 * 32 + 4 * 4 + 1024});
 }
 
 // What the family does not take is kUnsupported (make_quant_linear says so

@@ -39,9 +39,10 @@ struct V {
   QLOOM_P4_TARGET static R keep(R v, int64_t n) {
     return {_mm256_and_ps(v.a, _mm256_castsi256_ps(mask(n, 0))), _mm256_and_ps(v.b, _mm256_castsi256_ps(mask(n, 8)))};
   }
-  QLOOM_P4_TARGET static Tab table(const float* basez, float s) {
+  QLOOM_P4_TARGET static Tab load_tab(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  QLOOM_P4_TARGET static Tab table(const Tab& base, float s) {
     const __m256 sv = _mm256_set1_ps(s);
-    return {_mm256_mul_ps(_mm256_loadu_ps(basez), sv), _mm256_mul_ps(_mm256_loadu_ps(basez + 8), sv)};
+    return {_mm256_mul_ps(base.lo, sv), _mm256_mul_ps(base.hi, sv)};
   }
   // table[idx & 15] per lane (idx bits above 3 ignored).
   QLOOM_P4_TARGET static __m256 lut(const Tab& t, __m256i idx) {

@@ -19,7 +19,7 @@ struct V {
   using R = __m512;
   using Tab = __m512;
   static constexpr int kOuts = 2;         // W rows per GEMV tile for 2..4 x rows
-  static constexpr int kOutsOneRow = 4;   // ... for one x row (decode)
+  static constexpr int kOutsOneRow = 8;   // ... for one x row (decode)
   QLOOM_P4_TARGET static R zero() { return _mm512_setzero_ps(); }
   QLOOM_P4_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
   QLOOM_P4_TARGET static __mmask16 first(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
@@ -27,9 +27,8 @@ struct V {
   QLOOM_P4_TARGET static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
   QLOOM_P4_TARGET static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   QLOOM_P4_TARGET static R keep(R v, int64_t n) { return _mm512_maskz_mov_ps(first(n), v); }
-  QLOOM_P4_TARGET static Tab table(const float* basez, float s) {
-    return _mm512_mul_ps(_mm512_loadu_ps(basez), _mm512_set1_ps(s));
-  }
+  QLOOM_P4_TARGET static Tab load_tab(const float* p) { return _mm512_loadu_ps(p); }
+  QLOOM_P4_TARGET static Tab table(Tab base, float s) { return _mm512_mul_ps(base, _mm512_set1_ps(s)); }
   QLOOM_P4_TARGET static void decode(const uint8_t* c, Tab t, R& lo, R& hi) {
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
     lo = _mm512_permutexvar_ps(v, t);

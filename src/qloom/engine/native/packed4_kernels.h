@@ -11,6 +11,11 @@
 // c holds k = 32c + b in its low nibble and k = 32c + 16 + b in its high
 // nibble (0 past `in`), so one 16-byte load widens to the 16 FMA lanes of two
 // consecutive 16-k steps of the canonical GEMV order (gemm_dispatch.h).
+// Rows are interleaved in tiles of kTileRows (out padded with zero rows):
+// chunk c of the tile's rows lies in one 64-byte line, and the tiles follow
+// each other, so a GEMV tile over 4 rows reads one sequential stream (the
+// hardware prefetcher keeps up; four separate 1 KiB row streams it does not).
+// Scales and zero points are interleaved the same way: [tile][group][4].
 #pragma once
 
 #include <cstddef>
@@ -22,22 +27,28 @@ struct GemmKernelSet;
 
 namespace qloom::engine::native::packed4 {
 
+constexpr int64_t kTileRows = 4;
+constexpr int64_t kChunkStride = 16 * kTileRows;  // bytes from chunk c to c + 1 of one row
+
 struct Packed4View {
-  const uint8_t* codes = nullptr;  // [out, row_bytes]
-  int64_t row_bytes = 0;           // 16 · ceil(in / 32)
-  const float* scales = nullptr;   // [out, groups]
-  const uint8_t* zps = nullptr;    // [out, groups] (uint4), or null: zero point 0
+  const uint8_t* codes = nullptr;  // [out / 4][chunks][4 rows][16 bytes]
+  int64_t chunks = 0;              // per row: ceil(in / 32)
+  const float* scales = nullptr;   // [out / 4][groups][4 rows]
+  const uint8_t* zps = nullptr;    // like scales (uint4), or null: zero point 0
   const float* basez = nullptr;    // [16 zero points][16 indices]
   int64_t groups = 0;              // scale groups per row (1 for per-channel)
-  int64_t chunks_per_group = 0;    // 32-k chunks per group (ceil(in / 32) when one group)
+  int64_t chunks_per_group = 0;    // 32-k chunks per group (`chunks` when one group)
   int64_t in = 0, out = 0;
 
-  const float* base_row(int64_t o, int64_t g) const { return basez + 16 * (zps ? zps[o * groups + g] : 0); }
-  float scale(int64_t o, int64_t g) const { return scales[o * groups + g]; }
+  // Chunk 0 of row o; chunk c is kChunkStride bytes after chunk c - 1.
+  const uint8_t* row(int64_t o) const { return codes + (o / kTileRows * chunks * kTileRows + o % kTileRows) * 16; }
+  int64_t group_index(int64_t o, int64_t g) const { return (o / kTileRows * groups + g) * kTileRows + o % kTileRows; }
+  const float* base_row(int64_t o, int64_t g) const { return basez + 16 * (zps ? zps[group_index(o, g)] : 0); }
+  float scale(int64_t o, int64_t g) const { return scales[group_index(o, g)]; }
   // W[o, k] exactly as the kernels form it (scalar; for run_ref and tests).
   float weight(int64_t o, int64_t k) const {
     const int64_t c = k / 32, b = k % 32;
-    const uint8_t byte = codes[o * row_bytes + c * 16 + (b & 15)];
+    const uint8_t byte = row(o)[c * kChunkStride + (b & 15)];
     const int n = b < 16 ? (byte & 15) : (byte >> 4);
     const int64_t g = c / chunks_per_group;
     return base_row(o, g)[n] * scale(o, g);

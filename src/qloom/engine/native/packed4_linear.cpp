@@ -145,43 +145,49 @@ class Packed4Linear final : public QuantLinear {
 
   QWeightFormat format_;
   int64_t out_, in_;
-  int64_t groups_ = 0, chunks_per_group_ = 1, row_bytes_ = 0;
-  std::vector<uint8_t> codes_;  // packed4_kernels.h layout
-  std::vector<float> scales_;   // [out, groups_]
-  std::vector<uint8_t> zps_;    // [out, groups_] for uint4, else empty
+  int64_t groups_ = 0, chunks_per_group_ = 1, chunks_ = 0;
+  // packed4_kernels.h layout (tiles of 4 rows, out padded with zero rows).
+  std::vector<uint8_t> codes_;
+  std::vector<float> scales_;  // [tiles][groups_][4]
+  std::vector<uint8_t> zps_;   // like scales_ for uint4, else empty
   float basez_[16][16];         // basez_[zp][n] = base(n) - zp
 };
 
 Packed4Linear::Packed4Linear(const QuantLinearData& d) : format_(d.weight), out_(d.out), in_(d.in) {
-  const int64_t chunks = (in_ + 31) / 32;
-  row_bytes_ = chunks * 16;
+  using packed4::kChunkStride;
+  using packed4::kTileRows;
+  chunks_ = (in_ + 31) / 32;
   // Per-tensor (group 0) and per-channel (group == in) are one group per row.
   const bool one_group = d.group == 0 || d.group == in_;
   groups_ = one_group ? 1 : in_ / d.group;
-  chunks_per_group_ = std::max<int64_t>(1, one_group ? chunks : d.group / 32);
+  chunks_per_group_ = std::max<int64_t>(1, one_group ? chunks_ : d.group / 32);
   for (int zp = 0; zp < 16; ++zp)
     for (int n = 0; n < 16; ++n) basez_[zp][n] = base_value(format_, n) - static_cast<float>(zp);
-  codes_.assign(static_cast<size_t>(out_ * row_bytes_), 0);
-  for (int64_t o = 0; o < out_; ++o)
+  const int64_t tiles = (out_ + kTileRows - 1) / kTileRows;
+  codes_.assign(static_cast<size_t>(tiles * chunks_ * kChunkStride), 0);
+  scales_.assign(static_cast<size_t>(tiles * groups_ * kTileRows), 0.0f);
+  if (format_ == QWeightFormat::kUInt4) zps_.assign(scales_.size(), 0);
+  const Packed4View v = view();
+  for (int64_t o = 0; o < out_; ++o) {
+    uint8_t* row = codes_.data() + (v.row(o) - v.codes);
     for (int64_t k = 0; k < in_; ++k) {
       const uint8_t c = d.codes[static_cast<size_t>(o * in_ + k)];
       const uint8_t n = format_ == QWeightFormat::kInt4 ? static_cast<uint8_t>(static_cast<int8_t>(c) + 8) : c;
-      uint8_t& byte = codes_[static_cast<size_t>(o * row_bytes_ + k / 32 * 16 + k % 16)];
+      uint8_t& byte = row[k / 32 * kChunkStride + k % 16];
       byte = static_cast<uint8_t>(byte | (k % 32 < 16 ? n & 15 : (n & 15) << 4));
     }
-  const size_t ns = static_cast<size_t>(out_ * groups_);
-  scales_.resize(ns);
-  for (size_t i = 0; i < ns; ++i) scales_[i] = d.group == 0 ? d.scales[0] : d.scales[i];
-  if (format_ == QWeightFormat::kUInt4) {
-    zps_.resize(ns);
-    for (size_t i = 0; i < ns; ++i) zps_[i] = static_cast<uint8_t>(d.group == 0 ? d.zero_points[0] : d.zero_points[i]);
+    for (int64_t g = 0; g < groups_; ++g) {
+      const size_t src = d.group == 0 ? 0 : static_cast<size_t>(o * groups_ + g);
+      scales_[static_cast<size_t>(v.group_index(o, g))] = d.scales[src];
+      if (!zps_.empty()) zps_[static_cast<size_t>(v.group_index(o, g))] = static_cast<uint8_t>(d.zero_points[src]);
+    }
   }
 }
 
 Packed4View Packed4Linear::view() const {
   Packed4View v;
   v.codes = codes_.data();
-  v.row_bytes = row_bytes_;
+  v.chunks = chunks_;
   v.scales = scales_.data();
   v.zps = zps_.empty() ? nullptr : zps_.data();
   v.basez = &basez_[0][0];
