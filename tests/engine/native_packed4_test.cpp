@@ -167,26 +167,29 @@ void check_case(const Case& c, const std::vector<int64_t>& row_counts, std::mt19
 
 const std::vector<int64_t> kAllRows = {1, 2, 3, 4, 5, 127, 128, 200, 600};
 
-// Group sizes 32 / 64 / 128 (in a multiple of them, > one 384-deep GEMM k
-// block), out odd and not a multiple of any tile width.
+// Group sizes 32 / 64 / 128 / 256 (in a multiple of them, > one 384-deep
+// GEMM k block), out odd and not a multiple of any tile width; in = 576 and 96
+// end in a partial 128-k superchunk whose steps change group.
 TEST(Packed4Test, GroupedMatchesFp32LinearBitwise) {
   std::mt19937 rng(1);
   for (const QWeightFormat f : kFormats)
-    for (const int64_t group : {32, 64, 128}) {
+    for (const int64_t group : {32, 64, 128, 256}) {
       if (f == QWeightFormat::kMxfp4 && group != 32) continue;
       check_case({f, 37, 512, group}, kAllRows, rng);
-      check_case({f, 67, 128, group}, {1, 4, 5, 128}, rng);
+      check_case({f, 67, 256, group}, {1, 4, 5, 128}, rng);
+      if (group <= 64) check_case({f, 13, 576, group}, {1, 3, 4, 128}, rng);
+      if (group == 32) check_case({f, 7, 96, group}, {1, 2, 128}, rng);
       if (HasFatalFailure()) return;
     }
 }
 
-// Per-channel (group == in) for any in, odd ones included: in % 32 below,
-// at and above 16 (the partial last 32-k chunk with and without its second
-// 16-k half), in < 16, in = 1, in past a GEMM k block; and per-tensor.
+// Per-channel (group == in) for any in, odd ones included: partial last
+// superchunks of 1..8 steps (1, 2 and 4 bytes per lane), a partial last
+// 16-k step or not, in < 16, in = 1, in past a GEMM k block; and per-tensor.
 TEST(Packed4Test, PerChannelOddInMatchesFp32LinearBitwise) {
   std::mt19937 rng(2);
   for (const QWeightFormat f : {QWeightFormat::kInt4, QWeightFormat::kUInt4}) {
-    for (const int64_t in : {1, 7, 16, 33, 48, 57, 77, 401})
+    for (const int64_t in : {1, 7, 16, 33, 48, 57, 64, 77, 127, 200, 401})
       check_case({f, 19, in, in}, {1, 2, 3, 4, 5, 127, 128, 200}, rng);
     check_case({f, 21, 57, 0}, {1, 5, 128}, rng);   // per-tensor
     check_case({f, 9, 0, 0}, {1, 3, 130}, rng);     // in = 0: y = bias
@@ -265,8 +268,12 @@ TEST(Packed4Test, BytesAndAccessors) {
   EXPECT_EQ(u->act_format(), QActFormat::kF32);
   EXPECT_EQ(u->out(), 64);
   EXPECT_EQ(u->in(), 256);
-  // Per-channel odd in: each row padded to whole 16-byte chunks (32 codes),
-  // out padded to a whole tile of 4 rows.
+  // in = 576: four 128-k superchunks and a 64-k tail at 2 bytes per lane,
+  // no padding.
+  const auto t = make_quant_linear(make_data({QWeightFormat::kInt4, 8, 576, 64}, rng));
+  EXPECT_EQ(t->bytes(), size_t{8 * 288 + 8 * 9 * 4 + 1024});
+  // Per-channel in = 33: a 3-step tail at 2 bytes per lane (32 bytes per
+  // row); out padded to a whole tile of 4 rows.
   const auto p = make_quant_linear(make_data({QWeightFormat::kInt4, 3, 33, 33}, rng));
   EXPECT_EQ(p->bytes(), size_t{4 * 32 + 4 * 4 + 1024});
 }
@@ -279,6 +286,7 @@ TEST(Packed4Test, UnsupportedAndInvalidInputs) {
   EXPECT_TRUE(quant_linear_supported(QWeightFormat::kMxfp4, QActFormat::kF32, 32, 64));
   EXPECT_FALSE(quant_linear_supported(QWeightFormat::kMxfp4, QActFormat::kF32, 64, 128));
   EXPECT_FALSE(quant_linear_supported(QWeightFormat::kInt4, QActFormat::kF32, 16, 64));
+  EXPECT_FALSE(quant_linear_supported(QWeightFormat::kInt4, QActFormat::kF32, 96, 192));
   EXPECT_FALSE(quant_linear_supported(QWeightFormat::kInt4, QActFormat::kInt8PerToken, 32, 64));
   std::mt19937 rng(7);
   QuantLinearData d = make_data({QWeightFormat::kInt4, 4, 64, 32}, rng);

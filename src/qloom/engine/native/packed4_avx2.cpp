@@ -19,6 +19,9 @@ struct V {
   struct R {
     __m256 a, b;
   };
+  struct Ri {
+    __m256i a, b;
+  };
   struct Tab {
     __m256 lo, hi;
   };
@@ -44,17 +47,27 @@ struct V {
     const __m256 sv = _mm256_set1_ps(s);
     return {_mm256_mul_ps(base.lo, sv), _mm256_mul_ps(base.hi, sv)};
   }
-  // table[idx & 15] per lane (idx bits above 3 ignored).
-  QLOOM_P4_TARGET static __m256 lut(const Tab& t, __m256i idx) {
+  QLOOM_P4_TARGET static Ri load_codes(const uint8_t* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32))};
+  }
+  QLOOM_P4_TARGET static Ri load_tail(const uint8_t* p, int64_t bpl) {
+    if (bpl == 1)
+      return {_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))),
+              _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)))};
+    if (bpl == 2)
+      return {_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+              _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
+    return load_codes(p);
+  }
+  // table[idx & 15] per lane: the low 3 bits index both halves, bit 3 picks
+  // one (shifted to the sign bit that vblendvps reads).
+  QLOOM_P4_TARGET static __m256 lut8(const Tab& t, __m256i idx) {
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t.lo, idx), _mm256_permutevar8x32_ps(t.hi, idx),
                             _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
   }
-  QLOOM_P4_TARGET static void decode(const uint8_t* c, const Tab& t, R& lo, R& hi) {
-    const __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c)));
-    const __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 8)));
-    lo = {lut(t, v0), lut(t, v1)};
-    hi = {lut(t, _mm256_srli_epi32(v0, 4)), lut(t, _mm256_srli_epi32(v1, 4))};
-  }
+  QLOOM_P4_TARGET static R lut(const Tab& t, const Ri& v) { return {lut8(t, v.a), lut8(t, v.b)}; }
+  QLOOM_P4_TARGET static Ri shr4(const Ri& v) { return {_mm256_srli_epi32(v.a, 4), _mm256_srli_epi32(v.b, 4)}; }
   // t = lanes 0-7 + lanes 8-15, then the rest of the canonical tree, as
   // gemm_avx2.cpp's hsum.
   QLOOM_P4_TARGET static float hsum(R v) {

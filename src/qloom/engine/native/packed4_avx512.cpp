@@ -1,7 +1,7 @@
 // AVX-512 (F+BW+VL+DQ) instantiation of the packed 4-bit kernels
-// (packed4_kernels_impl.h): a 16-entry table per scale group in one zmm, one
-// vpermps per 16 weights (the index is the nibble: vpermps reads the low 4
-// bits of each lane, so the low nibble needs no mask). Contract:
+// (packed4_kernels_impl.h): a 16-entry table per scale group in one zmm; per
+// 16 weights one vpsrld and one vpermps (it reads the low 4 bits of each
+// lane: the nibble of the current step) feed the FMA. Contract:
 // packed4_kernels.h.
 #include "qloom/engine/native/packed4_kernels.h"
 
@@ -17,9 +17,10 @@ namespace {
 
 struct V {
   using R = __m512;
+  using Ri = __m512i;
   using Tab = __m512;
-  static constexpr int kOuts = 2;         // W rows per GEMV tile for 2..4 x rows
-  static constexpr int kOutsOneRow = 8;   // ... for one x row (decode)
+  static constexpr int kOuts = 2;        // W rows per GEMV tile for 2..4 x rows
+  static constexpr int kOutsOneRow = 8;  // ... for one x row (decode)
   QLOOM_P4_TARGET static R zero() { return _mm512_setzero_ps(); }
   QLOOM_P4_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
   QLOOM_P4_TARGET static __mmask16 first(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
@@ -29,11 +30,14 @@ struct V {
   QLOOM_P4_TARGET static R keep(R v, int64_t n) { return _mm512_maskz_mov_ps(first(n), v); }
   QLOOM_P4_TARGET static Tab load_tab(const float* p) { return _mm512_loadu_ps(p); }
   QLOOM_P4_TARGET static Tab table(Tab base, float s) { return _mm512_mul_ps(base, _mm512_set1_ps(s)); }
-  QLOOM_P4_TARGET static void decode(const uint8_t* c, Tab t, R& lo, R& hi) {
-    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
-    lo = _mm512_permutexvar_ps(v, t);
-    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t);
+  QLOOM_P4_TARGET static Ri load_codes(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  QLOOM_P4_TARGET static Ri load_tail(const uint8_t* p, int64_t bpl) {
+    if (bpl == 1) return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if (bpl == 2) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return load_codes(p);
   }
+  QLOOM_P4_TARGET static R lut(Tab t, Ri v) { return _mm512_permutexvar_ps(v, t); }
+  QLOOM_P4_TARGET static Ri shr4(Ri v) { return _mm512_srli_epi32(v, 4); }
   // The canonical tree (gemm_dispatch.h): t[i] = p[i] + p[i+8],
   // q[i] = t[i] + t[i+4], (q0 + q2) + (q1 + q3); what gemm_avx512.cpp's hsum
   // computes (maskz forms for GCC 12, see there).

@@ -2,73 +2,82 @@
 // packed4_avx2.cpp inside an anonymous namespace after they define
 // QLOOM_P4_TARGET (the per-function target attribute) and a traits struct `V`:
 //   R     16 fp32 lanes (one zmm, or two ymm), lane l = k mod 16;
-//   Tab   a 16-entry fp32 table (one scale group of one W row);
-//   zero, load (16 x values), load_part (the first n, zeros after), fma,
-//   keep (zeroes lanes >= n), load_tab (16 floats), table (base · s),
-//   decode (one 16-byte
-//   chunk -> its low-nibble and high-nibble 16 lanes), hsum (the canonical
-//   tree of gemm_dispatch.h over the 16 lanes), store (16 floats).
+//   Ri    16 dword lanes of packed indices; Tab: a 16-entry fp32 table;
+//   zero, load (16 x values), load_part (the first n, zeros after), store,
+//   fma, keep (zeroes lanes >= n), load_tab, table (base · s), load_codes
+//   (a full superchunk), load_tail (a tail of 1, 2 or 4 bytes per lane),
+//   lut (table[low 4 bits] per lane), shr4, hsum (the canonical tree of
+//   gemm_dispatch.h over the 16 lanes); kOuts / kOutsOneRow: W rows per GEMV
+//   tile for 2..4 / 1 x rows.
 // Layout and contract: packed4_kernels.h. Internal linkage throughout.
 
 #define T QLOOM_P4_TARGET
 
+// tab[g] = the table of group grp of W row o + g.
+template <int G, bool kZp>
+T inline void tables(const Packed4View& w, int64_t o, int64_t grp, typename V::Tab base0, typename V::Tab* tab) {
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g)
+    tab[g] = V::table(kZp ? V::load_tab(w.base_row(o + g, grp)) : base0, w.scale(o + g, grp));
+}
+
 // RR rows of x times G consecutive W rows from o, in the canonical GEMV
 // order: lane l of acc takes k = l, l + 16, ... in order; the last 16-k step
 // (when in % 16 != 0) runs on every lane with x and w zeroed past `in`, so the
-// padded lanes take fma(0, 0, p) exactly like the fp32 kernels; a 16-k step
-// starting at or past `in` does not run. y = bias + tree.
-template <int RR, int G, bool kZp>
+// padded lanes take fma(0, 0, p) exactly like the fp32 kernels; no step starts
+// at or past `in`. y = bias + tree. kSpg: 16-k steps per scale group when it
+// is 2 (group 32) or 4 (64), 8 for groups of whole superchunks, 0 for one
+// group per row.
+template <int RR, int G, bool kZp, int kSpg>
 T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* bias, float* y) {
   using R = typename V::R;
+  using Ri = typename V::Ri;
   using Tab = typename V::Tab;
-  const int64_t in = w.in, full = in / 32, chunks = w.chunks;
+  const int64_t in = w.in;
   R acc[RR][G];
 #pragma GCC unroll 16
   for (int i = 0; i < RR; ++i)
 #pragma GCC unroll 16
     for (int g = 0; g < G; ++g) acc[i][g] = V::zero();
-  const uint8_t* c[G];
-#pragma GCC unroll 16
-  for (int g = 0; g < G; ++g) c[g] = w.row(o + g);
   const Tab base0 = V::load_tab(w.basez);  // zero point 0
-  for (int64_t grp = 0; grp < w.groups; ++grp) {
-    Tab tab[G];
+  Tab tab[G];
+  if (kSpg == 0) tables<G, kZp>(w, o, 0, base0, tab);
+  for (int64_t s = 0; s < w.nfull; ++s) {
+    Ri v[G];
 #pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) {
-      const Tab base = kZp ? V::load_tab(w.basez + 16 * w.zps[w.group_index(o + g, grp)]) : base0;
-      tab[g] = V::table(base, w.scale(o + g, grp));
-    }
-    const int64_t c0 = grp * w.chunks_per_group;
-    const int64_t c1 = c0 + w.chunks_per_group < full ? c0 + w.chunks_per_group : full;
-    for (int64_t ch = c0; ch < c1; ++ch) {
-      const int64_t k = ch * 32;
-      R xl[RR], xh[RR];
+    for (int g = 0; g < G; ++g) v[g] = V::load_codes(w.full(o + g, s));
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      if (kSpg != 0 && j % kSpg == 0)
+        tables<G, kZp>(w, o, kSpg < 8 ? (s * 8 + j) / kSpg : s * 8 / w.steps_per_group, base0, tab);
+      R xv[RR];
 #pragma GCC unroll 16
-      for (int i = 0; i < RR; ++i) xl[i] = V::load(x + i * in + k), xh[i] = V::load(x + i * in + k + 16);
+      for (int i = 0; i < RR; ++i) xv[i] = V::load(x + i * in + s * 128 + j * 16);
 #pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
-        R wl, wh;
-        V::decode(c[g] + ch * kChunkStride, tab[g], wl, wh);
+        const R wv = V::lut(tab[g], v[g]);
+        v[g] = V::shr4(v[g]);
 #pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xl[i], wl, acc[i][g]);
-#pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xh[i], wh, acc[i][g]);
+        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xv[i], wv, acc[i][g]);
       }
     }
-    if (grp == w.groups - 1 && full < chunks) {  // the partial last chunk (one group per row then)
-      const int64_t k = full * 32, nl = in - k < 16 ? in - k : 16, nh = in - k - 16;
+  }
+  if (w.tail_steps > 0) {
+    Ri v[G];
+#pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) v[g] = V::load_tail(w.tail(o + g), w.tail_bpl);
+    for (int64_t j = 0; j < w.tail_steps; ++j) {
+      const int64_t step = w.nfull * 8 + j, k = step * 16, n = in - k < 16 ? in - k : 16;
+      if (kSpg != 0 && step % w.steps_per_group == 0) tables<G, kZp>(w, o, step / w.steps_per_group, base0, tab);
+      R xv[RR];
+#pragma GCC unroll 16
+      for (int i = 0; i < RR; ++i) xv[i] = V::load_part(x + i * in + k, n);
 #pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
-        R wl, wh;
-        V::decode(c[g] + full * kChunkStride, tab[g], wl, wh);
-        wl = V::keep(wl, nl);
+        const R wv = V::keep(V::lut(tab[g], v[g]), n);
+        v[g] = V::shr4(v[g]);
 #pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(V::load_part(x + i * in + k, nl), wl, acc[i][g]);
-        if (nh > 0) {
-          wh = V::keep(wh, nh);
-#pragma GCC unroll 16
-          for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(V::load_part(x + i * in + k + 16, nh), wh, acc[i][g]);
-        }
+        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xv[i], wv, acc[i][g]);
       }
     }
   }
@@ -78,49 +87,62 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
     for (int g = 0; g < G; ++g) y[i * w.out + o + g] = (bias ? bias[o + g] : 0.0f) + V::hsum(acc[i][g]);
 }
 
-template <int RR, bool kZp>
+template <int RR, bool kZp, int kSpg>
 T void gemv_rows(const Packed4View& w, const float* x, int64_t n0, int64_t n1, const float* bias, float* y) {
   constexpr int G = RR == 1 ? V::kOutsOneRow : V::kOuts;
   int64_t o = n0;
-  for (; o + G <= n1; o += G) gemv_tile<RR, G, kZp>(w, x, o, bias, y);
-  for (; o < n1; ++o) gemv_tile<RR, 1, kZp>(w, x, o, bias, y);
+  for (; o + G <= n1; o += G) gemv_tile<RR, G, kZp, kSpg>(w, x, o, bias, y);
+  for (; o < n1; ++o) gemv_tile<RR, 1, kZp, kSpg>(w, x, o, bias, y);
 }
 
-template <bool kZp>
+// 4 x rows per pass over the packed W.
+template <bool kZp, int kSpg>
 T void gemv_impl(const Packed4View& w, const float* x, int64_t rows, const float* bias, int64_t n0, int64_t n1,
                  float* y) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) gemv_rows<4, kZp>(w, x + r * w.in, n0, n1, bias, y + r * w.out);
+  for (; r + 4 <= rows; r += 4) gemv_rows<4, kZp, kSpg>(w, x + r * w.in, n0, n1, bias, y + r * w.out);
   switch (rows - r) {
-    case 3: gemv_rows<3, kZp>(w, x + r * w.in, n0, n1, bias, y + r * w.out); break;
-    case 2: gemv_rows<2, kZp>(w, x + r * w.in, n0, n1, bias, y + r * w.out); break;
-    case 1: gemv_rows<1, kZp>(w, x + r * w.in, n0, n1, bias, y + r * w.out); break;
+    case 3: gemv_rows<3, kZp, kSpg>(w, x + r * w.in, n0, n1, bias, y + r * w.out); break;
+    case 2: gemv_rows<2, kZp, kSpg>(w, x + r * w.in, n0, n1, bias, y + r * w.out); break;
+    case 1: gemv_rows<1, kZp, kSpg>(w, x + r * w.in, n0, n1, bias, y + r * w.out); break;
     default: break;
   }
 }
 
-// Packed4Kernels::gemv: 4 x rows per pass over the packed W.
-T void gemv_entry(const Packed4View& w, const float* x, int64_t rows, const float* bias, int64_t n0, int64_t n1,
-                  float* y) {
-  if (w.zps) gemv_impl<true>(w, x, rows, bias, n0, n1, y);
-  else gemv_impl<false>(w, x, rows, bias, n0, n1, y);
+template <bool kZp>
+T void gemv_spg(const Packed4View& w, const float* x, int64_t rows, const float* bias, int64_t n0, int64_t n1,
+                float* y) {
+  if (w.groups <= 1) return gemv_impl<kZp, 0>(w, x, rows, bias, n0, n1, y);
+  if (w.steps_per_group == 2) return gemv_impl<kZp, 2>(w, x, rows, bias, n0, n1, y);
+  if (w.steps_per_group == 4) return gemv_impl<kZp, 4>(w, x, rows, bias, n0, n1, y);
+  gemv_impl<kZp, 8>(w, x, rows, bias, n0, n1, y);  // whole superchunks per group
 }
 
-// W[o, k0 .. k0 + kc) into dst (whole 32-k chunks: up to 31 floats past kc
-// are written too). k0 is a multiple of 32.
+// Packed4Kernels::gemv.
+T void gemv_entry(const Packed4View& w, const float* x, int64_t rows, const float* bias, int64_t n0, int64_t n1,
+                  float* y) {
+  if (w.zps) gemv_spg<true>(w, x, rows, bias, n0, n1, y);
+  else gemv_spg<false>(w, x, rows, bias, n0, n1, y);
+}
+
+// W[o, k0 .. k0 + kc) into dst, in whole 16-k steps (up to 15 floats past kc
+// are written too). k0 is a multiple of 128.
 T void decode_row(const Packed4View& w, int64_t o, int64_t k0, int64_t kc, float* dst) {
-  const uint8_t* row = w.row(o);
   int64_t grp = -1;
   typename V::Tab tab{};
-  for (int64_t ch = k0 / 32; ch * 32 < k0 + kc; ++ch) {
-    if (ch / w.chunks_per_group != grp) {
-      grp = ch / w.chunks_per_group;
-      tab = V::table(V::load_tab(w.base_row(o, grp)), w.scale(o, grp));
+  for (int64_t s = k0 / 128; s * 128 < k0 + kc; ++s) {
+    const bool is_full = s < w.nfull;
+    typename V::Ri v = is_full ? V::load_codes(w.full(o, s)) : V::load_tail(w.tail(o), w.tail_bpl);
+    const int64_t steps = is_full ? 8 : w.tail_steps;
+    for (int64_t j = 0; j < steps && s * 128 + j * 16 < k0 + kc; ++j) {
+      const int64_t step = s * 8 + j;
+      if (step / w.steps_per_group != grp) {
+        grp = step / w.steps_per_group;
+        tab = V::table(V::load_tab(w.base_row(o, grp)), w.scale(o, grp));
+      }
+      V::store(dst + step * 16 - k0, V::lut(tab, v));
+      v = V::shr4(v);
     }
-    typename V::R lo, hi;
-    V::decode(row + ch * kChunkStride, tab, lo, hi);
-    V::store(dst + ch * 32 - k0, lo);
-    V::store(dst + ch * 32 - k0 + 16, hi);
   }
 }
 

@@ -145,8 +145,9 @@ class Packed4Linear final : public QuantLinear {
 
   QWeightFormat format_;
   int64_t out_, in_;
-  int64_t groups_ = 0, chunks_per_group_ = 1, chunks_ = 0;
-  // packed4_kernels.h layout (tiles of 4 rows, out padded with zero rows).
+  int64_t nfull_ = 0, tail_steps_ = 0, tail_bpl_ = 0, tile_bytes_ = 0;  // see Packed4View
+  int64_t groups_ = 0, steps_per_group_ = 1;
+  // packed4_kernels.h layout (superchunks, tiles of 4 rows, out padded).
   std::vector<uint8_t> codes_;
   std::vector<float> scales_;  // [tiles][groups_][4]
   std::vector<uint8_t> zps_;   // like scales_ for uint4, else empty
@@ -154,27 +155,29 @@ class Packed4Linear final : public QuantLinear {
 };
 
 Packed4Linear::Packed4Linear(const QuantLinearData& d) : format_(d.weight), out_(d.out), in_(d.in) {
-  using packed4::kChunkStride;
+  using packed4::kSuperBytes;
   using packed4::kTileRows;
-  chunks_ = (in_ + 31) / 32;
+  nfull_ = in_ / 128;
+  tail_steps_ = (in_ % 128 + 15) / 16;
+  tail_bpl_ = tail_steps_ == 0 ? 0 : tail_steps_ <= 2 ? 1 : tail_steps_ <= 4 ? 2 : 4;
+  tile_bytes_ = kTileRows * (nfull_ * kSuperBytes + 16 * tail_bpl_);
   // Per-tensor (group 0) and per-channel (group == in) are one group per row.
   const bool one_group = d.group == 0 || d.group == in_;
   groups_ = one_group ? 1 : in_ / d.group;
-  chunks_per_group_ = std::max<int64_t>(1, one_group ? chunks_ : d.group / 32);
+  steps_per_group_ = one_group ? std::max<int64_t>(1, (in_ + 15) / 16) : d.group / 16;
   for (int zp = 0; zp < 16; ++zp)
     for (int n = 0; n < 16; ++n) basez_[zp][n] = base_value(format_, n) - static_cast<float>(zp);
   const int64_t tiles = (out_ + kTileRows - 1) / kTileRows;
-  codes_.assign(static_cast<size_t>(tiles * chunks_ * kChunkStride), 0);
+  codes_.assign(static_cast<size_t>(tiles * tile_bytes_), 0);
   scales_.assign(static_cast<size_t>(tiles * groups_ * kTileRows), 0.0f);
   if (format_ == QWeightFormat::kUInt4) zps_.assign(scales_.size(), 0);
   const Packed4View v = view();
   for (int64_t o = 0; o < out_; ++o) {
-    uint8_t* row = codes_.data() + (v.row(o) - v.codes);
     for (int64_t k = 0; k < in_; ++k) {
       const uint8_t c = d.codes[static_cast<size_t>(o * in_ + k)];
       const uint8_t n = format_ == QWeightFormat::kInt4 ? static_cast<uint8_t>(static_cast<int8_t>(c) + 8) : c;
-      uint8_t& byte = row[k / 32 * kChunkStride + k % 16];
-      byte = static_cast<uint8_t>(byte | (k % 32 < 16 ? n & 15 : (n & 15) << 4));
+      uint8_t& byte = codes_[static_cast<size_t>(v.byte_offset(o, k))];
+      byte = static_cast<uint8_t>(byte | ((k / 16) % 2 == 0 ? n & 15 : (n & 15) << 4));
     }
     for (int64_t g = 0; g < groups_; ++g) {
       const size_t src = d.group == 0 ? 0 : static_cast<size_t>(o * groups_ + g);
@@ -187,12 +190,15 @@ Packed4Linear::Packed4Linear(const QuantLinearData& d) : format_(d.weight), out_
 Packed4View Packed4Linear::view() const {
   Packed4View v;
   v.codes = codes_.data();
-  v.chunks = chunks_;
+  v.nfull = nfull_;
+  v.tail_steps = tail_steps_;
+  v.tail_bpl = tail_bpl_;
+  v.tile_bytes = tile_bytes_;
   v.scales = scales_.data();
   v.zps = zps_.empty() ? nullptr : zps_.data();
   v.basez = &basez_[0][0];
   v.groups = groups_;
-  v.chunks_per_group = chunks_per_group_;
+  v.steps_per_group = steps_per_group_;
   v.in = in_;
   v.out = out_;
   return v;
@@ -238,7 +244,8 @@ bool packed4_linear_supported(QWeightFormat weight, QActFormat act, int64_t grou
   if (act != QActFormat::kF32 || in < 0) return false;
   switch (weight) {
     case QWeightFormat::kInt4:
-    case QWeightFormat::kUInt4: return group == 0 || group == in || (group > 0 && group % 32 == 0);
+    case QWeightFormat::kUInt4:  // groups tile the 128-k superchunks (packed4_kernels.h)
+      return group == 0 || group == in || group == 32 || group == 64 || (group > 0 && group % 128 == 0);
     case QWeightFormat::kMxfp4: return group == 32;
     default: return false;
   }
@@ -247,7 +254,7 @@ bool packed4_linear_supported(QWeightFormat weight, QActFormat act, int64_t grou
 std::shared_ptr<const QuantLinear> make_packed4_linear(QuantLinearData data) {
   if (!packed4_linear_supported(data.weight, data.act, data.group, data.in))
     throw Error(ErrorKind::kUnsupported, "", data.name.empty() ? "native linear" : data.name,
-                std::string("the packed 4-bit kernels take int4 / uint4 (group 0, 32·n or in) and mxfp4 (group 32) "
+                std::string("the packed 4-bit kernels take int4 / uint4 (group 0, 32, 64, 128·n or in) and mxfp4 (group 32) "
                             "weights with f32 activations, not ") +
                     qweight_format_name(data.weight) + " group " + std::to_string(data.group),
                 "use --runtime simulate for this checkpoint");
