@@ -13,12 +13,14 @@
 
 #define T QLOOM_P4_TARGET
 
-// tab[g] = the table of group grp of W row o + g.
+// tab[g] = the table of group grp of W row o + g; sp[g] / zp[g]: the row's
+// group-0 scale / zero point (groups are kTileRows entries apart).
 template <int G, bool kZp>
-T inline void tables(const Packed4View& w, int64_t o, int64_t grp, typename V::Tab base0, typename V::Tab* tab) {
+T inline void tables(const Packed4View& w, const float* const* sp, const uint8_t* const* zp, int64_t grp,
+                     typename V::Tab base0, typename V::Tab* tab) {
 #pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
-    tab[g] = V::table(kZp ? V::load_tab(w.base_row(o + g, grp)) : base0, w.scale(o + g, grp));
+    tab[g] = V::table(kZp ? V::load_tab(w.basez + 16 * zp[g][grp * kTileRows]) : base0, sp[g][grp * kTileRows]);
 }
 
 // RR rows of x times G consecutive W rows from o, in the canonical GEMV
@@ -40,8 +42,15 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
 #pragma GCC unroll 16
     for (int g = 0; g < G; ++g) acc[i][g] = V::zero();
   const Tab base0 = V::load_tab(w.basez);  // zero point 0
+  const float* sp[G];
+  const uint8_t* zp[G];
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g) {
+    sp[g] = w.scales + w.group_index(o + g, 0);
+    zp[g] = kZp ? w.zps + w.group_index(o + g, 0) : nullptr;
+  }
   Tab tab[G];
-  if (kSpg == 0) tables<G, kZp>(w, o, 0, base0, tab);
+  if (kSpg == 0) tables<G, kZp>(w, sp, zp, 0, base0, tab);
   for (int64_t s = 0; s < w.nfull; ++s) {
     Ri v[G];
 #pragma GCC unroll 16
@@ -49,7 +58,7 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       if (kSpg != 0 && j % kSpg == 0)
-        tables<G, kZp>(w, o, kSpg < 8 ? (s * 8 + j) / kSpg : s * 8 / w.steps_per_group, base0, tab);
+        tables<G, kZp>(w, sp, zp, kSpg < 8 ? (s * 8 + j) / kSpg : s * 8 / w.steps_per_group, base0, tab);
       R xv[RR];
 #pragma GCC unroll 16
       for (int i = 0; i < RR; ++i) xv[i] = V::load(x + i * in + s * 128 + j * 16);
@@ -66,15 +75,20 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
     Ri v[G];
 #pragma GCC unroll 16
     for (int g = 0; g < G; ++g) v[g] = V::load_tail(w.tail(o + g), w.tail_bpl);
+    // A tail exists only with one group per row (kSpg 0) or groups of 32 /
+    // 64 (kSpg 2, 4: groups of whole superchunks divide in).
+    static_assert(kSpg == 0 || kSpg == 2 || kSpg == 4 || kSpg == 8);
     for (int64_t j = 0; j < w.tail_steps; ++j) {
-      const int64_t step = w.nfull * 8 + j, k = step * 16, n = in - k < 16 ? in - k : 16;
-      if (kSpg != 0 && step % w.steps_per_group == 0) tables<G, kZp>(w, o, step / w.steps_per_group, base0, tab);
+      const int64_t step = w.nfull * 8 + j, k = step * 16;
+      if (kSpg != 0 && kSpg != 8 && step % kSpg == 0) tables<G, kZp>(w, sp, zp, step / kSpg, base0, tab);
+      const bool part = in - k < 16;  // only the last step can be partial
       R xv[RR];
 #pragma GCC unroll 16
-      for (int i = 0; i < RR; ++i) xv[i] = V::load_part(x + i * in + k, n);
+      for (int i = 0; i < RR; ++i) xv[i] = part ? V::load_part(x + i * in + k, in - k) : V::load(x + i * in + k);
 #pragma GCC unroll 16
       for (int g = 0; g < G; ++g) {
-        const R wv = V::keep(V::lut(tab[g], v[g]), n);
+        R wv = V::lut(tab[g], v[g]);
+        if (part) wv = V::keep(wv, in - k);
         v[g] = V::shr4(v[g]);
 #pragma GCC unroll 16
         for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xv[i], wv, acc[i][g]);
@@ -92,6 +106,8 @@ T void gemv_rows(const Packed4View& w, const float* x, int64_t n0, int64_t n1, c
   constexpr int G = RR == 1 ? V::kOutsOneRow : V::kOuts;
   int64_t o = n0;
   for (; o + G <= n1; o += G) gemv_tile<RR, G, kZp, kSpg>(w, x, o, bias, y);
+  if constexpr (G > 4)
+    for (; o + 4 <= n1; o += 4) gemv_tile<RR, 4, kZp, kSpg>(w, x, o, bias, y);
   for (; o < n1; ++o) gemv_tile<RR, 1, kZp, kSpg>(w, x, o, bias, y);
 }
 
