@@ -5,6 +5,8 @@
 // sign bit, so the index shifted left by 28). Contract: packed4_kernels.h.
 #include "qloom/engine/native/packed4_kernels.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 
 #include "qloom/core/x86_intrinsics.h"
@@ -68,6 +70,8 @@ struct V {
   }
   QLOOM_P4_TARGET static R lut(const Tab& t, const Ri& v) { return {lut8(t, v.a), lut8(t, v.b)}; }
   QLOOM_P4_TARGET static Ri shr4(const Ri& v) { return {_mm256_srli_epi32(v.a, 4), _mm256_srli_epi32(v.b, 4)}; }
+  static constexpr bool kTranspose = false;  // panels are filled element by element
+  static void transpose16(R*) {}
   // t = lanes 0-7 + lanes 8-15, then the rest of the canonical tree, as
   // gemm_avx2.cpp's hsum.
   QLOOM_P4_TARGET static float hsum(R v) {

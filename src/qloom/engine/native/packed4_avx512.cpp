@@ -5,6 +5,8 @@
 // packed4_kernels.h.
 #include "qloom/engine/native/packed4_kernels.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 
 #include "qloom/core/x86_intrinsics.h"
@@ -38,6 +40,32 @@ struct V {
   }
   QLOOM_P4_TARGET static R lut(Tab t, Ri v) { return _mm512_permutexvar_ps(v, t); }
   QLOOM_P4_TARGET static Ri shr4(Ri v) { return _mm512_srli_epi32(v, 4); }
+  static constexpr bool kTranspose = true;
+  // r[c][j] = old r[j][c] for a 16 x 16 block (moves bits only). maskz
+  // forms throughout, like gemm_avx512.cpp (GCC 12 warnings).
+  QLOOM_P4_TARGET static void transpose16(R* r) {
+    R t[16], u[16];
+    for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved
+      t[2 * i] = _mm512_maskz_unpacklo_ps(0xFFFF, r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_maskz_unpackhi_ps(0xFFFF, r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {  // u[4i + c], 128-bit lane L: rows 4i..4i+3 of column 4L + c
+      u[4 * i] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i], t[4 * i + 2], 0x44);
+      u[4 * i + 1] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i], t[4 * i + 2], 0xEE);
+      u[4 * i + 2] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i + 1], t[4 * i + 3], 0x44);
+      u[4 * i + 3] = _mm512_maskz_shuffle_ps(0xFFFF, t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {  // gather lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
+      const R v0 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[c], u[4 + c], 0x88);
+      const R v1 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[c], u[4 + c], 0xDD);
+      const R w0 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[8 + c], u[12 + c], 0x88);
+      const R w1 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[8 + c], u[12 + c], 0xDD);
+      r[c] = _mm512_maskz_shuffle_f32x4(0xFFFF, v0, w0, 0x88);
+      r[4 + c] = _mm512_maskz_shuffle_f32x4(0xFFFF, v1, w1, 0x88);
+      r[8 + c] = _mm512_maskz_shuffle_f32x4(0xFFFF, v0, w0, 0xDD);
+      r[12 + c] = _mm512_maskz_shuffle_f32x4(0xFFFF, v1, w1, 0xDD);
+    }
+  }
   // The canonical tree (gemm_dispatch.h): t[i] = p[i] + p[i+8],
   // q[i] = t[i] + t[i+4], (q0 + q2) + (q1 + q3); what gemm_avx512.cpp's hsum
   // computes (maskz forms for GCC 12, see there).

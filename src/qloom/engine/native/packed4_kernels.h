@@ -81,7 +81,7 @@ struct Packed4Kernels {
                float* y);
   // W rows [n0, n0 + ncols) x k in [k0, k0 + kc) dequantized into the packed
   // GEMM's B-panel layout of `gemm` (kc x nr per panel, columns past ncols
-  // zero). tmp: kc + 32 floats, private.
+  // zero). tmp: 16 · (kc + 16) floats, private. nr: a multiple of 16.
   void (*dequant_panels)(const Packed4View& w, int64_t n0, int64_t ncols, int64_t k0, int64_t kc, int64_t nr,
                          float* bp, float* tmp);
   const detail::GemmKernelSet* gemm;  // the fp32 GEMM set of the same ISA (gemm_panels)

@@ -162,22 +162,40 @@ T void decode_row(const Packed4View& w, int64_t o, int64_t k0, int64_t kc, float
   }
 }
 
-// Packed4Kernels::dequant_panels: bp[p][kk][j] = W[n0 + p·nr + j, k0 + kk].
-T void dequant_panels_entry(const Packed4View& w, int64_t n0, int64_t ncols, int64_t k0, int64_t kc, int64_t nr,
-                            float* bp, float* tmp) {
-  const int64_t panels = (ncols + nr - 1) / nr;
-  for (int64_t p = 0; p < panels; ++p) {
-    float* panel = bp + p * nr * kc;
-    for (int64_t j = 0; j < nr; ++j) {
-      const int64_t col = p * nr + j;
-      if (col < ncols) {
-        decode_row(w, n0 + col, k0, kc, tmp);
-        for (int64_t kk = 0; kk < kc; ++kk) panel[kk * nr + j] = tmp[kk];
-      } else {
-        for (int64_t kk = 0; kk < kc; ++kk) panel[kk * nr + j] = 0.0f;
-      }
+// Columns [j0, j0 + 16) of one panel (nr wide) from 16 decoded W rows
+// (tmp rows of `ld` floats, kc valid): whole 16-k blocks through
+// V::transpose16 when V has it, the rest element by element.
+T void transpose_rows(const float* tmp, int64_t ld, int64_t kc, int64_t nr, float* panel) {
+  int64_t kk = 0;
+  if constexpr (V::kTranspose) {
+    for (; kk + 16 <= kc; kk += 16) {
+      typename V::R r[16];
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) r[j] = V::load(tmp + j * ld + kk);
+      V::transpose16(r);
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c) V::store(panel + (kk + c) * nr, r[c]);
     }
   }
+  for (; kk < kc; ++kk)
+    for (int64_t j = 0; j < 16; ++j) panel[kk * nr + j] = tmp[j * ld + kk];
+}
+
+// Packed4Kernels::dequant_panels: bp[p][kk][j] = W[n0 + p·nr + j, k0 + kk],
+// 16 W rows at a time (nr is a multiple of 16); rows past ncols are zero.
+T void dequant_panels_entry(const Packed4View& w, int64_t n0, int64_t ncols, int64_t k0, int64_t kc, int64_t nr,
+                            float* bp, float* tmp) {
+  const int64_t ld = kc + 16;
+  const int64_t panels = (ncols + nr - 1) / nr;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t j0 = 0; j0 < nr; j0 += 16) {
+      for (int64_t j = 0; j < 16; ++j) {
+        const int64_t col = p * nr + j0 + j;
+        if (col < ncols) decode_row(w, n0 + col, k0, kc, tmp + j * ld);
+        else std::fill(tmp + j * ld, tmp + j * ld + kc, 0.0f);
+      }
+      transpose_rows(tmp, ld, kc, nr, bp + p * nr * kc + j0);
+    }
 }
 
 #undef T

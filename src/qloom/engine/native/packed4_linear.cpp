@@ -104,7 +104,7 @@ void gemm_cols(const Packed4Kernels& k, const Packed4View& w, const float* x, in
   const int64_t ncols = n1 - n0, kcmax = g.kc;
   float* bp = scratch(0, static_cast<size_t>((ncols + g.nr - 1) / g.nr * g.nr * kcmax));
   float* abuf = scratch(1, static_cast<size_t>(g.mc * kcmax));
-  float* tmp = scratch(2, static_cast<size_t>(kcmax + 32));
+  float* tmp = scratch(2, static_cast<size_t>(16 * (kcmax + 16)));
   for (int64_t k0 = 0; k0 < w.in || k0 == 0; k0 += kcmax) {
     const int64_t kc = std::min(kcmax, w.in - k0);
     k.dequant_panels(w, n0, ncols, k0, kc, g.nr, bp, tmp);
