@@ -12,6 +12,7 @@
 // zeros and infinities are compared bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -69,7 +70,8 @@ QuantLinearData make_data(const Case& c, std::mt19937& rng) {
   d.codes.resize(static_cast<size_t>(c.out * c.in));
   for (uint8_t& q : d.codes) {
     int n = nib(rng);
-    if (c.fill == Fill::kZeroCodes) n = c.format == QWeightFormat::kUInt4 ? (c.zp < 0 ? 0 : c.zp) : (c.format == QWeightFormat::kInt4 ? 8 : 0);
+    if (c.fill == Fill::kZeroCodes)  // w = 0: q = zp (uint4), 0 (int4: index 8), +0 (fp4)
+      n = c.format == QWeightFormat::kUInt4 ? std::max(c.zp, 0) : (c.format == QWeightFormat::kInt4 ? 8 : 0);
     if (c.fill == Fill::kSaturated) n = nib(rng) < 8 ? 0 : 15;  // int4 -8 / 7, uint4 0 / 15, fp4 +0 / -6
     if (c.fill == Fill::kNearOverflow) n = c.format == QWeightFormat::kMxfp4 ? n % 4 + (n & 8) : 5 + n % 7;
     q = code_for(c.format, n);

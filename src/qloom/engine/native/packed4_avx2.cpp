@@ -40,7 +40,9 @@ struct V {
     return {_mm256_maskload_ps(p, mask(n, 0)), _mm256_maskload_ps(p + 8, mask(n, 8))};
   }
   QLOOM_P4_TARGET static void store(float* p, R v) { _mm256_storeu_ps(p, v.a), _mm256_storeu_ps(p + 8, v.b); }
-  QLOOM_P4_TARGET static R fma(R x, R w, R c) { return {_mm256_fmadd_ps(x.a, w.a, c.a), _mm256_fmadd_ps(x.b, w.b, c.b)}; }
+  QLOOM_P4_TARGET static R fma(R x, R w, R c) {
+    return {_mm256_fmadd_ps(x.a, w.a, c.a), _mm256_fmadd_ps(x.b, w.b, c.b)};
+  }
   QLOOM_P4_TARGET static R keep(R v, int64_t n) {
     return {_mm256_and_ps(v.a, _mm256_castsi256_ps(mask(n, 0))), _mm256_and_ps(v.b, _mm256_castsi256_ps(mask(n, 8)))};
   }

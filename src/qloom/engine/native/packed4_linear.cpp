@@ -210,9 +210,12 @@ void Packed4Linear::run(const float* x, int64_t rows, const float* bias, float* 
   const int64_t macs_per_col = rows * std::max<int64_t>(1, in_);
   const Packed4Kernels* k = kernels_now();
   if (k == nullptr) {
-    over_columns(pool, out_, 1, macs_per_col, [&](int64_t n0, int64_t n1) { scalar_cols(w, x, rows, bias, n0, n1, y); });
+    over_columns(pool, out_, 1, macs_per_col,
+                 [&](int64_t n0, int64_t n1) { scalar_cols(w, x, rows, bias, n0, n1, y); });
   } else if (rows < kGemmMinRows) {
-    over_columns(pool, out_, 4, macs_per_col, [&](int64_t n0, int64_t n1) { k->gemv(w, x, rows, bias, n0, n1, y); });
+    // Blocks of 8 outputs: the AVX-512 decode tile (two 4-row code tiles).
+    over_columns(pool, out_, 8, macs_per_col,
+                 [&](int64_t n0, int64_t n1) { k->gemv(w, x, rows, bias, n0, n1, y); });
   } else {
     over_columns(pool, out_, k->gemm->nr, macs_per_col,
                  [&](int64_t n0, int64_t n1) { gemm_cols(*k, w, x, rows, bias, n0, n1, y); });
@@ -254,8 +257,8 @@ bool packed4_linear_supported(QWeightFormat weight, QActFormat act, int64_t grou
 std::shared_ptr<const QuantLinear> make_packed4_linear(QuantLinearData data) {
   if (!packed4_linear_supported(data.weight, data.act, data.group, data.in))
     throw Error(ErrorKind::kUnsupported, "", data.name.empty() ? "native linear" : data.name,
-                std::string("the packed 4-bit kernels take int4 / uint4 (group 0, 32, 64, 128·n or in) and mxfp4 (group 32) "
-                            "weights with f32 activations, not ") +
+                std::string("the packed 4-bit kernels take int4 / uint4 (group 0, 32, 64, 128·n or in) and "
+                            "mxfp4 (group 32) weights with f32 activations, not ") +
                     qweight_format_name(data.weight) + " group " + std::to_string(data.group),
                 "use --runtime simulate for this checkpoint");
   return std::make_shared<const Packed4Linear>(data);
