@@ -23,6 +23,7 @@ struct V {
   using Tab = __m512;
   static constexpr int kOuts = 2;        // W rows per GEMV tile for 2..4 x rows
   static constexpr int kOutsOneRow = 8;  // ... for one x row (decode)
+  static constexpr int kOutsOneRowZp32 = 4;  // ... for one row of uint4 group 32
   QLOOM_P4_TARGET static R zero() { return _mm512_setzero_ps(); }
   QLOOM_P4_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
   QLOOM_P4_TARGET static __mmask16 first(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
