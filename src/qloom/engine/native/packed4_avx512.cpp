@@ -21,7 +21,7 @@ struct V {
   using R = __m512;
   using Ri = __m512i;
   using Tab = __m512;
-  static constexpr int kOuts = 2;        // W rows per GEMV tile for 2..4 x rows
+  static constexpr int kOuts = 4;        // W rows per GEMV tile for 2..4 x rows
   static constexpr int kOutsOneRow = 8;  // ... for one x row (decode)
   static constexpr int kOutsOneRowZp32 = 4;  // ... for one row of uint4 group 32
   QLOOM_P4_TARGET static R zero() { return _mm512_setzero_ps(); }
