@@ -213,7 +213,7 @@ void Packed4Linear::run(const float* x, int64_t rows, const float* bias, float* 
     over_columns(pool, out_, 1, macs_per_col,
                  [&](int64_t n0, int64_t n1) { scalar_cols(w, x, rows, bias, n0, n1, y); });
   } else if (rows < kGemmMinRows) {
-    // Blocks of 8 outputs: the AVX-512 decode tile (two 4-row code tiles).
+    // Blocks of 8 outputs: whole 4-row code tiles (packed4_kernels.h).
     over_columns(pool, out_, 8, macs_per_col,
                  [&](int64_t n0, int64_t n1) { k->gemv(w, x, rows, bias, n0, n1, y); });
   } else {
