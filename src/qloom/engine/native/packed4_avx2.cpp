@@ -29,7 +29,6 @@ struct V {
   };
   static constexpr int kOuts = 1;
   static constexpr int kOutsOneRow = 2;
-  static constexpr int kOutsOneRowZp32 = 2;
   QLOOM_P4_TARGET static R zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   QLOOM_P4_TARGET static R load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   // All-ones lanes for lane < n (n in 0..16), for each half.

@@ -25,7 +25,6 @@ struct V {
   // ... for one x row (decode): 8 rows measured ~10% faster on W hot in L2
   // but 2.5x slower streaming a model's W from DRAM (two code tiles at once).
   static constexpr int kOutsOneRow = 4;
-  static constexpr int kOutsOneRowZp32 = 4;  // ... for one row of uint4 group 32
   QLOOM_P4_TARGET static R zero() { return _mm512_setzero_ps(); }
   QLOOM_P4_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
   QLOOM_P4_TARGET static __mmask16 first(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }

@@ -7,9 +7,9 @@
 //   fma, keep (zeroes lanes >= n), load_tab, table (base · s), load_codes
 //   (a full superchunk), load_tail (a tail of 1, 2 or 4 bytes per lane),
 //   lut (table[low 4 bits] per lane), shr4, hsum (the canonical tree of
-//   gemm_dispatch.h over the 16 lanes); kOuts / kOutsOneRow /
-//   kOutsOneRowZp32: W rows per GEMV tile for 2..4 / 1 x rows / 1 x row of
-//   uint4 group 32; kTranspose, transpose16: a 16 x 16 register transpose.
+//   gemm_dispatch.h over the 16 lanes); kOuts / kOutsOneRow: W rows per
+//   GEMV tile for 2..4 / 1 x rows; kTranspose, transpose16: a 16 x 16
+//   register transpose (or none).
 // Layout and contract: packed4_kernels.h. Internal linkage throughout.
 
 #define T QLOOM_P4_TARGET
@@ -104,13 +104,9 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
 
 template <int RR, bool kZp, int kSpg>
 T void gemv_rows(const Packed4View& w, const float* x, int64_t n0, int64_t n1, const float* bias, float* y) {
-  // uint4 group 32 loads a zero point's table every 2 steps: fewer rows per
-  // tile measured faster there (less register pressure).
-  constexpr int G = RR > 1 ? V::kOuts : kZp && kSpg == 2 ? V::kOutsOneRowZp32 : V::kOutsOneRow;
+  constexpr int G = RR > 1 ? V::kOuts : V::kOutsOneRow;
   int64_t o = n0;
   for (; o + G <= n1; o += G) gemv_tile<RR, G, kZp, kSpg>(w, x, o, bias, y);
-  if constexpr (G > 4)
-    for (; o + 4 <= n1; o += 4) gemv_tile<RR, 4, kZp, kSpg>(w, x, o, bias, y);
   for (; o < n1; ++o) gemv_tile<RR, 1, kZp, kSpg>(w, x, o, bias, y);
 }
 
