@@ -24,6 +24,26 @@ T inline void tables(const Packed4View& w, const float* const* sp, const uint8_t
     tab[g] = V::table(kZp ? V::load_tab(w.basez + 16 * zp[g][grp * kTileRows]) : base0, sp[g][grp * kTileRows]);
 }
 
+// One 16-k step at k for RR x rows (stride in) and G W rows: w = the
+// table entries of v's low nibbles, acc += x · w per lane, v moves on to the
+// next step. n < 16 (the partial last step): x and w are zero past lane n.
+template <int RR, int G>
+T __attribute__((always_inline)) inline void fma_step(const float* x, int64_t in, int64_t k, int64_t n,
+                                                      const typename V::Tab* tab, typename V::Ri* v,
+                                                      typename V::R (*acc)[G]) {
+  typename V::R xv[RR];
+#pragma GCC unroll 16
+  for (int i = 0; i < RR; ++i) xv[i] = n < 16 ? V::load_part(x + i * in + k, n) : V::load(x + i * in + k);
+#pragma GCC unroll 16
+  for (int g = 0; g < G; ++g) {
+    typename V::R wv = V::lut(tab[g], v[g]);
+    if (n < 16) wv = V::keep(wv, n);
+    v[g] = V::shr4(v[g]);
+#pragma GCC unroll 16
+    for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xv[i], wv, acc[i][g]);
+  }
+}
+
 // RR rows of x times G consecutive W rows from o, in the canonical GEMV
 // order: lane l of acc takes k = l, l + 16, ... in order; the last 16-k step
 // (when in % 16 != 0) runs on every lane with x and w zeroed past `in`, so the
@@ -60,16 +80,7 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
     for (int j = 0; j < 8; ++j) {
       if (kSpg != 0 && j % kSpg == 0)
         tables<G, kZp>(w, sp, zp, kSpg < 8 ? (s * 8 + j) / kSpg : s * 8 / w.steps_per_group, base0, tab);
-      R xv[RR];
-#pragma GCC unroll 16
-      for (int i = 0; i < RR; ++i) xv[i] = V::load(x + i * in + s * 128 + j * 16);
-#pragma GCC unroll 16
-      for (int g = 0; g < G; ++g) {
-        const R wv = V::lut(tab[g], v[g]);
-        v[g] = V::shr4(v[g]);
-#pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xv[i], wv, acc[i][g]);
-      }
+      fma_step<RR, G>(x, in, s * 128 + j * 16, 16, tab, v, acc);
     }
   }
   if (w.tail_steps > 0) {
@@ -82,18 +93,7 @@ T void gemv_tile(const Packed4View& w, const float* x, int64_t o, const float* b
     for (int64_t j = 0; j < w.tail_steps; ++j) {
       const int64_t step = w.nfull * 8 + j, k = step * 16;
       if (kSpg != 0 && kSpg != 8 && step % kSpg == 0) tables<G, kZp>(w, sp, zp, step / kSpg, base0, tab);
-      const bool part = in - k < 16;  // only the last step can be partial
-      R xv[RR];
-#pragma GCC unroll 16
-      for (int i = 0; i < RR; ++i) xv[i] = part ? V::load_part(x + i * in + k, in - k) : V::load(x + i * in + k);
-#pragma GCC unroll 16
-      for (int g = 0; g < G; ++g) {
-        R wv = V::lut(tab[g], v[g]);
-        if (part) wv = V::keep(wv, in - k);
-        v[g] = V::shr4(v[g]);
-#pragma GCC unroll 16
-        for (int i = 0; i < RR; ++i) acc[i][g] = V::fma(xv[i], wv, acc[i][g]);
-      }
+      fma_step<RR, G>(x, in, k, in - k < 16 ? in - k : 16, tab, v, acc);  // only the last can be partial
     }
   }
 #pragma GCC unroll 16
