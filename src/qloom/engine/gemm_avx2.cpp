@@ -47,7 +47,8 @@ struct V {
 }  // namespace
 
 const GemmKernelSet* gemm_kernels_avx2() {
-  static const GemmKernelSet set{"avx2", 2 * V::kW, V::kMR, kKC, kMC, gemm_entry, gemv_entry, pack_entry};
+  static const GemmKernelSet set{"avx2", 2 * V::kW, V::kMR, kKC, kMC, gemm_entry, gemv_entry, pack_entry,
+                                 gemm_panels_entry};
   return &set;
 }
 

@@ -79,7 +79,8 @@ struct V {
 }  // namespace
 
 const GemmKernelSet* gemm_kernels_avx512() {
-  static const GemmKernelSet set{"avx512", 2 * V::kW, V::kMR, kKC, kMC, gemm_entry, gemv_entry, pack_entry};
+  static const GemmKernelSet set{"avx512", 2 * V::kW, V::kMR, kKC, kMC, gemm_entry, gemv_entry, pack_entry,
+                                 gemm_panels_entry};
   return &set;
 }
 

@@ -49,6 +49,14 @@ struct GemmKernelSet {
                float* buf, const float* packed);
   void (*gemv)(const float* x, int64_t rows, const LinearWeight& w, int64_t n0, int64_t n1, float* y);
   void (*pack)(const LinearWeight& w, float* dst);  // dst: packed_floats(w) floats
+  // One k block of gemm on B panels the caller packed itself (native
+  // kernels that dequantize W into this layout, engine/native/packed4_*):
+  // y[r, j] = (first ? bias[j] (0 when null) : y[r, j]) + Σ_kk x[r, k0 + kk]·B[kk, j]
+  // for r < rows, j < ncols, one FMA chain per element in kk order (gemm's).
+  // bp: ceil(ncols / nr) panels of kc x nr floats (pack layout); x, y: row
+  // strides ldx, ldy; abuf: mc * kc floats, 64-byte aligned, private.
+  void (*gemm_panels)(const float* x, int64_t ldx, int64_t rows, int64_t k0, int64_t kc, const float* bp,
+                      int64_t ncols, const float* bias, bool first, float* y, int64_t ldy, float* abuf);
 
   size_t packed_floats(const LinearWeight& w) const {
     return static_cast<size_t>((w.out + nr - 1) / nr * nr * w.in);
