@@ -1,17 +1,282 @@
-// PLACEHOLDER until the kernel family lands: no combination is supported.
+// The bf16 dot-product family (bf16dot_linear.h): fp8 e4m3 weights with fp8
+// activations (static per-tensor or dynamic per-token scales) and bf16
+// weights with bf16 activations, both multiplied as bf16 pairs with fp32
+// accumulation (vdpbf16ps; the arithmetic is defined in bf16dot_kernels.h).
+//
+// make: W's codes widened to bf16 (an e4m3 value is exact in bf16) and packed
+// into panels of 16 outputs x k pairs, the operand layout of vdpbf16ps.
+// run:  (1) the activation rows quantized to bf16 codes (bf16dot_act.h) in
+//       the kernel's row-tile layout, parallel over rows; (2) the kernel of
+//       this CPU over panels, parallel over panels (decode of one row splits
+//       its outputs over every thread). Every output is one fixed chain, so
+//       the bits do not depend on the thread count or (see the test) the ISA.
+// A dynamic (per-token) call whose activations hold NaN or inf is not
+// quantized at all, as in the simulate path: it computes x · dequantized W
+// with engine::linear() (linear_ref() in run_ref), so it equals simulate.
 #include "qloom/engine/native/bf16dot_linear.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstring>
+
+#include "qloom/core/convert.h"
 #include "qloom/core/error.h"
+#include "qloom/core/float_codec.h"
+#include "qloom/engine/gemm.h"
+#include "qloom/engine/native/bf16dot_act.h"
+#include "qloom/engine/native/bf16dot_kernels.h"
 
 namespace qloom::engine::native {
+namespace {
+
+using bf16dot::ActCode;
+using bf16dot::kPanel;
+
+// Multiply-adds below which a call stays on the calling thread.
+constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+
+enum class Path : uint8_t { kAvx512Bf16, kAvx2, kScalar };
+
+Path kernel_path() {
+  if (bf16dot::avx512bf16_kernel_built() && cpu_has_avx512_bf16()) return Path::kAvx512Bf16;
+  if (bf16dot::avx2_kernel_built() && isa_supported(Isa::kAvx2)) return Path::kAvx2;
+  return Path::kScalar;
+}
+
+int64_t tile_rows(Path p) {
+  switch (p) {
+    case Path::kAvx512Bf16: return bf16dot::kMrAvx512;
+    case Path::kAvx2: return bf16dot::kMrAvx2;
+    case Path::kScalar: break;
+  }
+  return bf16dot::kMrScalar;
+}
+
+Isa quantizer_isa() {
+  if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
+  return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+}
+
+// Per-thread buffers that only grow: no heap allocation once warm.
+template <class T>
+T* grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// What one call's parallel bodies share (captured by pointer, so the
+// std::function holding the lambda needs no heap).
+struct Call {
+  const float* x = nullptr;
+  int64_t in = 0;
+  ActCode kind = ActCode::kBf16;
+  float act_scale = 1.0f;
+  Isa isa = Isa::kScalar;
+  Path path = Path::kScalar;
+  bf16dot::Args args;
+  uint32_t* xq = nullptr;
+  float* sx = nullptr;
+  std::atomic<bool> nonfinite{false};
+};
+
+// Rows [r0, r1) of the activations into the kernel's tile layout.
+void quantize_rows(Call& c, int64_t r0, int64_t r1) {
+  bf16dot::IeeeEnv env;
+  thread_local std::vector<uint16_t> tmp;
+  const int64_t pairs = c.args.pairs, mr = c.args.mr, rows = c.args.rows;
+  uint16_t* row = grow(tmp, static_cast<size_t>(2 * pairs + 2));
+  for (int64_t r = r0; r < r1; ++r) {
+    if (!bf16dot::quantize_row(c.isa, c.kind, c.x + r * c.in, c.in, c.act_scale, row, c.sx + r)) {
+      c.nonfinite.store(true, std::memory_order_relaxed);
+      continue;
+    }
+    const int64_t t = r / mr, i = r % mr, rt = std::min(mr, rows - t * mr);
+    uint32_t* dst = c.xq + t * mr * pairs + i;
+    for (int64_t p = 0; p < pairs; ++p)
+      dst[p * rt] = static_cast<uint32_t>(row[2 * p]) | (static_cast<uint32_t>(row[2 * p + 1]) << 16);
+  }
+}
+
+void run_panels(const Call& c, int64_t q0, int64_t q1) {
+  switch (c.path) {
+    case Path::kAvx512Bf16: return bf16dot::run_avx512bf16(c.args, q0, q1);
+    case Path::kAvx2: return bf16dot::run_avx2(c.args, q0, q1);
+    case Path::kScalar: return bf16dot::run_scalar(c.args, q0, q1);
+  }
+}
+
+class Bf16DotLinear final : public QuantLinear {
+ public:
+  explicit Bf16DotLinear(const QuantLinearData& d);
+
+  QWeightFormat weight_format() const override { return weight_; }
+  QActFormat act_format() const override { return act_; }
+  int64_t out() const override { return out_; }
+  int64_t in() const override { return in_; }
+  void run(const float* x, int64_t rows, const float* bias, float* y, ThreadPool& pool) const override;
+  void run_ref(const float* x, int64_t rows, const float* bias, float* y) const override;
+  std::vector<float> dequantize() const override;
+  size_t bytes() const override { return w_.size() * sizeof(uint32_t) + sw_.size() * sizeof(float); }
+  const char* kernel_name() const override;
+
+ private:
+  ActCode act_code() const {
+    if (act_ == QActFormat::kBf16) return ActCode::kBf16;
+    return act_ == QActFormat::kFp8PerTensor ? ActCode::kFp8Static : ActCode::kFp8Dynamic;
+  }
+  uint16_t w_at(int64_t o, int64_t k) const {
+    const uint32_t d = w_[static_cast<size_t>(((o / kPanel) * pairs_ + k / 2) * kPanel + o % kPanel)];
+    return static_cast<uint16_t>(k % 2 ? d >> 16 : d);
+  }
+  bf16dot::Args args(int64_t rows, int64_t mr, const float* bias, float* y) const;
+  // x · dequantized W for a dynamic call with non-finite activations.
+  LinearWeight dequantized_weight(const float* bias) const;
+
+  QWeightFormat weight_;
+  QActFormat act_;
+  int64_t out_, in_, pairs_, panels_;
+  float act_scale_;
+  std::vector<uint32_t> w_;  // panels (bf16dot_kernels.h)
+  std::vector<float> sw_;    // per output (panels_ * 16); 1 for bf16, 0 past out_
+};
+
+// bf16 pattern of W[o, k] from the checkpoint's codes.
+uint16_t weight_code(const QuantLinearData& d, const std::array<uint16_t, 256>& fp8_lut, int64_t o, int64_t k) {
+  const size_t e = static_cast<size_t>(o * d.in + k);
+  if (d.weight == QWeightFormat::kBf16) return static_cast<uint16_t>(d.codes[2 * e] | (d.codes[2 * e + 1] << 8));
+  return fp8_lut[d.codes[e]];
+}
+
+Bf16DotLinear::Bf16DotLinear(const QuantLinearData& d)
+    : weight_(d.weight), act_(d.act), out_(d.out), in_(d.in), pairs_((d.in + 1) / 2),
+      panels_((d.out + kPanel - 1) / kPanel), act_scale_(d.act == QActFormat::kFp8PerTensor ? d.act_scale : 1.0f) {
+  std::array<uint16_t, 256> lut{};
+  for (int c = 0; c < 256; ++c)
+    lut[static_cast<size_t>(c)] =
+        static_cast<uint16_t>(std::bit_cast<uint32_t>(fp8_e4m3_to_float(static_cast<uint8_t>(c))) >> 16);
+  w_.assign(static_cast<size_t>(panels_ * pairs_ * kPanel), 0u);
+  for (int64_t o = 0; o < out_; ++o) {
+    uint32_t* dst = w_.data() + (o / kPanel) * pairs_ * kPanel + o % kPanel;
+    for (int64_t k = 0; k < in_; ++k)
+      dst[(k / 2) * kPanel] |= static_cast<uint32_t>(weight_code(d, lut, o, k)) << (16 * (k % 2));
+  }
+  sw_.assign(static_cast<size_t>(panels_ * kPanel), 0.0f);
+  for (int64_t o = 0; o < out_; ++o)
+    sw_[static_cast<size_t>(o)] = d.weight == QWeightFormat::kBf16 ? 1.0f
+                                  : d.group == 0                   ? d.scales[0]
+                                                                   : d.scales[static_cast<size_t>(o)];
+}
+
+const char* Bf16DotLinear::kernel_name() const {
+  switch (kernel_path()) {
+    case Path::kAvx512Bf16: return "avx512-bf16";
+    case Path::kAvx2: return "avx2-fma";
+    case Path::kScalar: break;
+  }
+  return "scalar";
+}
+
+bf16dot::Args Bf16DotLinear::args(int64_t rows, int64_t mr, const float* bias, float* y) const {
+  bf16dot::Args a;
+  a.w = w_.data();
+  a.pairs = pairs_;
+  a.rows = rows;
+  a.mr = mr;
+  a.sw = sw_.data();
+  a.bias = bias;
+  a.y = y;
+  a.out = out_;
+  return a;
+}
+
+LinearWeight Bf16DotLinear::dequantized_weight(const float* bias) const {
+  LinearWeight w;
+  w.type = WeightType::kF32;
+  w.out = out_;
+  w.in = in_;
+  w.f32 = dequantize();
+  if (bias) w.bias.assign(bias, bias + out_);
+  return w;
+}
+
+void Bf16DotLinear::run(const float* x, int64_t rows, const float* bias, float* y, ThreadPool& pool) const {
+  if (rows <= 0 || out_ <= 0) return;
+  bf16dot::IeeeEnv env;
+  thread_local std::vector<uint32_t> xq_buf;
+  thread_local std::vector<float> sx_buf;
+  Call c;
+  c.x = x;
+  c.in = in_;
+  c.kind = act_code();
+  c.act_scale = act_scale_;
+  c.isa = quantizer_isa();
+  c.path = kernel_path();
+  c.args = args(rows, tile_rows(c.path), bias, y);
+  c.args.xq = c.xq = grow(xq_buf, static_cast<size_t>(rows * pairs_ + 1));
+  c.args.sx = c.sx = grow(sx_buf, static_cast<size_t>(rows));
+  Call* cp = &c;
+  const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, in_));
+  pool.parallel_for(rows, [cp](int64_t r0, int64_t r1) { quantize_rows(*cp, r0, r1); }, min_rows);
+  if (c.nonfinite.load()) {
+    linear(x, rows, dequantized_weight(bias), y, pool);
+    return;
+  }
+  const int64_t macs_per_panel = std::max<int64_t>(1, rows * in_ * kPanel);
+  const int64_t min_panels = std::max<int64_t>(1, kMinParallelMacs / macs_per_panel);
+  pool.parallel_for(panels_, [cp](int64_t q0, int64_t q1) { run_panels(*cp, q0, q1); }, min_panels);
+}
+
+void Bf16DotLinear::run_ref(const float* x, int64_t rows, const float* bias, float* y) const {
+  if (rows <= 0 || out_ <= 0) return;
+  bf16dot::IeeeEnv env;
+  std::vector<uint16_t> row(static_cast<size_t>(2 * pairs_ + 2));
+  std::vector<uint32_t> xq(static_cast<size_t>(rows * pairs_ + 1));
+  std::vector<float> sx(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!bf16dot::quantize_row(Isa::kScalar, act_code(), x + r * in_, in_, act_scale_, row.data(), &sx[r])) {
+      linear_ref(x, rows, dequantized_weight(bias), y);
+      return;
+    }
+    for (int64_t p = 0; p < pairs_; ++p)
+      xq[static_cast<size_t>(r * pairs_ + p)] = row[2 * p] | (static_cast<uint32_t>(row[2 * p + 1]) << 16);
+  }
+  bf16dot::Args a = args(rows, 1, bias, y);
+  a.xq = xq.data();
+  a.sx = sx.data();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out_; ++o)
+      y[r * out_ + o] = bf16dot::epilogue_ref(bf16dot::dot_ref(a, r, o), sx[r], sw_[o], bias, o);
+}
+
+std::vector<float> Bf16DotLinear::dequantize() const {
+  std::vector<float> w(static_cast<size_t>(out_ * in_));
+  for (int64_t o = 0; o < out_; ++o)
+    for (int64_t k = 0; k < in_; ++k) {
+      const float v = bf16_to_float(w_at(o, k));
+      // quant::dequantize_ref: fp8 value * scale; bf16 as it is.
+      w[static_cast<size_t>(o * in_ + k)] = weight_ == QWeightFormat::kBf16 ? v : v * sw_[static_cast<size_t>(o)];
+    }
+  return w;
+}
+
+}  // namespace
 
 bool bf16dot_linear_supported(QWeightFormat weight, QActFormat act, int64_t group, int64_t in) {
-  (void)weight, (void)act, (void)group, (void)in;
-  return false;
+  if (weight == QWeightFormat::kBf16) return act == QActFormat::kBf16;
+  if (weight != QWeightFormat::kFp8E4M3) return false;
+  const bool fp8_act = act == QActFormat::kFp8PerTensor || act == QActFormat::kFp8PerToken;
+  return fp8_act && (group == 0 || group == in);
 }
 
 std::shared_ptr<const QuantLinear> make_bf16dot_linear(QuantLinearData data) {
-  throw Error(ErrorKind::kUnsupported, "", data.name, "native kernels not built yet", "use --runtime simulate");
+  if (!bf16dot_linear_supported(data.weight, data.act, data.group, data.in))
+    throw Error(ErrorKind::kUnsupported, "", data.name.empty() ? "native linear" : data.name,
+                std::string("the bf16 dot-product kernels do not take ") + qweight_format_name(data.weight) +
+                    " weights with " + qact_format_name(data.act) + " activations",
+                "use --runtime simulate for this checkpoint");
+  return std::make_shared<Bf16DotLinear>(data);
 }
 
 }  // namespace qloom::engine::native

@@ -1,0 +1,108 @@
+// AVX2 + FMA kernel of the bf16 dot-product family, for CPUs without
+// AVX512_BF16: the canonical order of bf16dot_kernels.h with fp32 FMAs. A
+// packed pair dword holds w[2p] in its low and w[2p+1] in its high half, so
+// the odd element widened is the dword & 0xFFFF0000 and the even one the
+// dword << 16. Per lane: acc = fma(w_odd, x_odd, acc); acc = fma(w_even,
+// x_even, acc), under MXCSR FTZ + DAZ, which is what vdpbf16ps does (x86
+// detects tininess after rounding in both; measured identical, see the test).
+// Tiles: up to 4 rows x 1 panel (8 ymm accumulators).
+#include "qloom/engine/native/bf16dot_kernels.h"
+
+#if defined(__x86_64__)
+
+#include <array>
+
+#include "qloom/core/x86_intrinsics.h"
+
+#define QLOOM_BF16DOT_AVX2 __attribute__((target("avx2,fma")))
+
+namespace qloom::engine::native::bf16dot {
+namespace {
+
+constexpr unsigned kFtzDaz = 0x8040u;
+
+QLOOM_BF16DOT_AVX2 inline __m256 odd(__m256i pairs) {
+  return _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+QLOOM_BF16DOT_AVX2 inline __m256 even(__m256i pairs) { return _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)); }
+
+// The epilogue of bf16dot_kernels.h for 8 outputs of one row.
+QLOOM_BF16DOT_AVX2 inline void store8(const Args& a, int64_t row, int64_t o, __m256 acc) {
+  const __m256 s = _mm256_mul_ps(_mm256_set1_ps(a.sx[row]), _mm256_loadu_ps(a.sw + o));
+  const int64_t left = a.out - o;
+  if (left <= 0) return;
+  alignas(32) float b[8] = {};
+  if (a.bias)
+    for (int64_t i = 0; i < 8 && i < left; ++i) b[i] = a.bias[o + i];
+  __m256 y = a.bias ? _mm256_fmadd_ps(acc, s, _mm256_load_ps(b)) : _mm256_mul_ps(acc, s);
+  y = _mm256_blendv_ps(y, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), _mm256_cmp_ps(y, y, _CMP_UNORD_Q));
+  float* dst = a.y + row * a.out + o;
+  if (left >= 8) {
+    _mm256_storeu_ps(dst, y);
+    return;
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, y);
+  for (int64_t i = 0; i < left; ++i) dst[i] = t[i];
+}
+
+// Rows of row tile t (R of them) x panel q.
+template <int R>
+QLOOM_BF16DOT_AVX2 void tile(const Args& a, int64_t q, int64_t t) {
+  const int64_t pairs = a.pairs;
+  const uint32_t* x = a.xq + t * a.mr * pairs;
+  const uint32_t* w = a.w + q * pairs * kPanel;
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | kFtzDaz);
+  __asm__ volatile("" ::: "memory");  // no load (so no FMA) moves above the FTZ switch
+  for (int64_t p = 0; p < pairs; ++p) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * kPanel));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * kPanel + 8));
+    const __m256 wo0 = odd(w0), we0 = even(w0), wo1 = odd(w1), we1 = even(w1);
+    for (int r = 0; r < R; ++r) {
+      const __m256i xb = _mm256_set1_epi32(static_cast<int>(x[p * R + r]));
+      const __m256 xo = odd(xb), xe = even(xb);
+      acc[r][0] = _mm256_fmadd_ps(we0, xe, _mm256_fmadd_ps(wo0, xo, acc[r][0]));
+      acc[r][1] = _mm256_fmadd_ps(we1, xe, _mm256_fmadd_ps(wo1, xo, acc[r][1]));
+    }
+  }
+  // Every FMA result exists before the environment goes back to IEEE, and the
+  // epilogue's loads (so its arithmetic) come after.
+  for (int r = 0; r < R; ++r) __asm__ volatile("" : "+x"(acc[r][0]), "+x"(acc[r][1]));
+  _mm_setcsr(csr);
+  __asm__ volatile("" ::: "memory");
+  for (int r = 0; r < R; ++r) {
+    store8(a, t * a.mr + r, q * kPanel, acc[r][0]);
+    store8(a, t * a.mr + r, q * kPanel + 8, acc[r][1]);
+  }
+}
+
+using TileFn = void (*)(const Args&, int64_t, int64_t);
+constexpr std::array<TileFn, kMrAvx2> kTiles = {&tile<1>, &tile<2>, &tile<3>, &tile<4>};
+
+}  // namespace
+
+bool avx2_kernel_built() { return true; }
+
+void run_avx2(const Args& a, int64_t q0, int64_t q1) {
+  IeeeEnv env;
+  const int64_t tiles = (a.rows + a.mr - 1) / a.mr;
+  for (int64_t q = q0; q < q1; ++q)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
+      kTiles[static_cast<size_t>(rt - 1)](a, q, t);
+    }
+}
+
+}  // namespace qloom::engine::native::bf16dot
+
+#else
+
+namespace qloom::engine::native::bf16dot {
+bool avx2_kernel_built() { return false; }
+void run_avx2(const Args&, int64_t, int64_t) {}
+}  // namespace qloom::engine::native::bf16dot
+
+#endif

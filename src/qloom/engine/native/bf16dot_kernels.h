@@ -1,0 +1,95 @@
+// Internals of the bf16 dot-product family (bf16dot_linear.h): the data the
+// kernels share, the canonical arithmetic every path reproduces bit for bit,
+// and the kernel entry points per ISA.
+//
+// The canonical arithmetic (what vdpbf16ps does, per the Intel SDM, measured
+// bit-exact on the dev machine: tests/engine/native_bf16dot_test.cpp):
+//   acc = +0
+//   for p = 0 .. pairs-1:                       (pairs = ceil(in / 2); the pad
+//     acc = dp_fma(x[2p+1], w[2p+1], acc)        element of an odd `in` is +0
+//     acc = dp_fma(x[2p],   w[2p],   acc)        in both operands)
+//   y = fma(acc, s_x[r] * s_w[o], bias[o])      (acc * (s_x * s_w) without bias)
+//   y = canonical quiet NaN (0x7FC00000) if y is NaN
+// where dp_fma is an fp32 fused multiply-add with round to nearest even,
+// denormal inputs read as zero (DAZ: bf16 denormals contribute nothing) and
+// tiny results flushed to a zero of their sign (FTZ, tininess detected after
+// rounding, as x86 does). Each output is one sequential chain over k, so the
+// register tiling (rows x outputs) and the thread split never change a bit.
+// The epilogue runs in the IEEE default environment (no FTZ / DAZ). NaN
+// payloads are the one thing ISAs would pick differently (which NaN operand
+// an FMA propagates), hence the canonical NaN.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#endif
+
+namespace qloom::engine::native::bf16dot {
+
+constexpr int kPanel = 16;  // outputs per W panel (one zmm of fp32 accumulators)
+
+// Everything a kernel call reads and writes.
+//  w:   W packed in panels of 16 outputs: dword (q * pairs + p) * 16 + j holds
+//       w[16q + j][2p] (low half) and w[16q + j][2p + 1] (high half) as bf16;
+//       outputs past `out` and the pad of an odd `in` are +0.
+//  xq:  the activation codes as bf16 pairs, rows in tiles of `mr`: tile t
+//       (rows mr*t ..) starts at dword t * mr * pairs and holds pair p of its
+//       row i at p * rt + i, rt = the tile's row count (mr, the last less).
+//  sx:  one scale per row; sw: one per output (panels * 16 values).
+struct Args {
+  const uint32_t* w = nullptr;
+  int64_t pairs = 0;
+  const uint32_t* xq = nullptr;
+  int64_t rows = 0, mr = 1;
+  const float* sx = nullptr;
+  const float* sw = nullptr;
+  const float* bias = nullptr;  // null or `out` values
+  float* y = nullptr;           // [rows, out]
+  int64_t out = 0;
+};
+
+// Kernels over panels [q0, q1) for every row. The ISA kernels exist only on
+// x86-64 builds; callers check *_kernel_built() and the CPU first.
+bool avx512bf16_kernel_built();
+bool avx2_kernel_built();
+void run_avx512bf16(const Args& a, int64_t q0, int64_t q1);
+void run_avx2(const Args& a, int64_t q0, int64_t q1);
+void run_scalar(const Args& a, int64_t q0, int64_t q1);
+// The row-tile heights the kernels want the activations laid out in.
+constexpr int64_t kMrAvx512 = 6;
+constexpr int64_t kMrAvx2 = 4;
+constexpr int64_t kMrScalar = 1;
+
+// The canonical operations in plain C++ (the reference; run_scalar uses them).
+float dp_fma(float a, float b, float acc);
+float dot_ref(const Args& a, int64_t row, int64_t o);
+float epilogue_ref(float acc, float sx, float sw, const float* bias, int64_t o);
+
+// Sets the IEEE default SSE environment (round to nearest even, no FTZ / DAZ)
+// for its lifetime: the activation quantizers and epilogues must not see a
+// caller's flush-to-zero. A no-op off x86.
+class IeeeEnv {
+ public:
+#if defined(__x86_64__) || defined(_M_X64)
+  IeeeEnv() : saved_(_mm_getcsr()) {
+    const unsigned want = saved_ & ~(0x8000u | 0x0040u | 0x6000u);  // FTZ, DAZ, rounding control
+    if (want != saved_) _mm_setcsr(want);
+  }
+  ~IeeeEnv() {
+    if (_mm_getcsr() != saved_) _mm_setcsr(saved_);
+  }
+
+ private:
+  unsigned saved_;
+
+ public:
+#else
+  IeeeEnv() = default;
+#endif
+  IeeeEnv(const IeeeEnv&) = delete;
+  IeeeEnv& operator=(const IeeeEnv&) = delete;
+};
+
+}  // namespace qloom::engine::native::bf16dot

@@ -1,0 +1,65 @@
+// The canonical arithmetic of the bf16 dot-product family in plain C++
+// (bf16dot_kernels.h): the reference run_ref() uses and the kernel of
+// QLOOM_MAX_ISA=scalar. Slow on purpose: every step is written out.
+#include <bit>
+#include <cmath>
+
+#include "qloom/engine/native/bf16dot_kernels.h"
+
+namespace qloom::engine::native::bf16dot {
+namespace {
+
+constexpr float kMinNormal = 0x1p-126f;
+
+float widen(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+// DAZ: a denormal input reads as a zero of its sign.
+float daz(float v) { return std::fabs(v) < kMinNormal ? std::copysign(0.0f, v) : v; }
+
+}  // namespace
+
+// std::fma rounds once to the float grid, denormals included. x86 decides
+// whether a result is tiny (and so flushed) AFTER rounding to 24 bits with
+// an unbounded exponent: only when the float result is exactly +-2^-126 can
+// the two disagree (the exact value sits up to 2^-150 below it), and then the
+// same fma scaled by 2^64 (exact: that case needs |a·b|, |acc| < 2^-100, so
+// nothing overflows) shows whether the unbounded rounding stays below 2^-126.
+float dp_fma(float a, float b, float acc) {
+  a = daz(a), b = daz(b), acc = daz(acc);
+  const float r = std::fma(a, b, acc);
+  const float m = std::fabs(r);
+  if (m < kMinNormal) return std::copysign(0.0f, r);
+  if (m == kMinNormal && std::fabs(std::fma(a * 0x1p64f, b, acc * 0x1p64f)) < 0x1p-62f)
+    return std::copysign(0.0f, r);
+  return r;
+}
+
+float dot_ref(const Args& a, int64_t row, int64_t o) {
+  const int64_t t = row / a.mr, i = row % a.mr;
+  const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
+  const uint32_t* x = a.xq + t * a.mr * a.pairs + i;
+  const uint32_t* w = a.w + (o / kPanel) * a.pairs * kPanel + o % kPanel;
+  float acc = 0.0f;
+  for (int64_t p = 0; p < a.pairs; ++p) {
+    const uint32_t xp = x[p * rt], wp = w[p * kPanel];
+    acc = dp_fma(widen(static_cast<uint16_t>(xp >> 16)), widen(static_cast<uint16_t>(wp >> 16)), acc);
+    acc = dp_fma(widen(static_cast<uint16_t>(xp)), widen(static_cast<uint16_t>(wp)), acc);
+  }
+  return acc;
+}
+
+float epilogue_ref(float acc, float sx, float sw, const float* bias, int64_t o) {
+  const float s = sx * sw;
+  const float y = bias ? std::fma(acc, s, bias[o]) : acc * s;
+  return std::isnan(y) ? std::bit_cast<float>(0x7FC00000u) : y;
+}
+
+void run_scalar(const Args& a, int64_t q0, int64_t q1) {
+  IeeeEnv env;
+  const int64_t o1 = q1 * kPanel < a.out ? q1 * kPanel : a.out;
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t o = q0 * kPanel; o < o1; ++o)
+      a.y[r * a.out + o] = epilogue_ref(dot_ref(a, r, o), a.sx[r], a.sw[o], a.bias, o);
+}
+
+}  // namespace qloom::engine::native::bf16dot
