@@ -374,8 +374,11 @@ struct Shape {
 
 TEST(Bf16Dot, RunEqualsRunRefBitwise) {
   std::mt19937 rng(3);
-  const Shape shapes[] = {{1, 1, 1},    {1, 2, 16},   {1, 31, 17},  {2, 64, 33},   {3, 95, 49},   {5, 96, 64},
-                          {6, 33, 65},  {7, 128, 80}, {13, 47, 129}, {37, 200, 31}, {600, 37, 19}, {128, 161, 70}};
+  // Rows 1, 2 (decode: 8-panel tiles), up to 6 (one row tile), more (fp8 W
+  // widened per panel group); in odd and even; out odd, below and above 8 panels.
+  const Shape shapes[] = {{1, 1, 1},     {1, 2, 16},    {1, 31, 17},    {1, 40, 300},  {2, 64, 33},
+                          {2, 24, 257},  {3, 95, 49},   {5, 96, 64},    {6, 33, 65},   {7, 128, 80},
+                          {13, 47, 129}, {37, 200, 31}, {600, 37, 19},  {128, 161, 70}};
   for (const Combo& c : combos())
     for (const Shape& s : shapes) {
       const auto q = make_quant_linear(make_data(c, s.out, s.in, rng));
@@ -394,7 +397,7 @@ TEST(Bf16Dot, RunEqualsRunRefBitwise) {
 TEST(Bf16Dot, AdversarialInputs) {
   std::mt19937 rng(5);
   for (const Combo& c : combos())
-    for (const Shape& s : {Shape{9, 70, 40}, Shape{14, 33, 17}}) {
+    for (const Shape& s : {Shape{9, 70, 140}, Shape{14, 33, 17}}) {
       const QuantLinearData d = make_data(c, s.out, s.in, rng, /*hard=*/true);
       const auto q = make_quant_linear(d);
       std::vector<float> x = random_x(s.rows, s.in, rng);
@@ -403,6 +406,11 @@ TEST(Bf16Dot, AdversarialInputs) {
       std::vector<float> clean = x;  // without the NaN / inf rows 3 and 4
       for (int64_t r = 3; r < 5; ++r) make_row_hard(clean.data() + r * s.in, s.in, 0, rng);
       expect_run_equals_ref(*q, clean, s.rows, nullptr, what + " (finite rows)");
+      // The same rows one at a time (decode tiles) and five at once (one row tile).
+      for (int64_t r = 0; r < 8; ++r)
+        expect_run_equals_ref(*q, std::vector<float>(clean.begin() + r * s.in, clean.begin() + (r + 1) * s.in), 1,
+                              nullptr, what + " row " + std::to_string(r));
+      expect_run_equals_ref(*q, std::vector<float>(clean.begin(), clean.begin() + 5 * s.in), 5, nullptr, what + " 5 rows");
       // (A dynamic call with NaN / inf is not quantized: see the next test.)
       if (c.a == QActFormat::kFp8PerToken) continue;
       expect_run_equals_ref(*q, x, s.rows, nullptr, what + " (NaN, inf rows)");
@@ -519,7 +527,9 @@ TEST(Bf16Dot, DequantizeBytesAndKernelName) {
     const QuantLinearData d = make_data(c, 37, 45, rng, /*hard=*/true);
     const auto q = make_quant_linear(d);
     EXPECT_TRUE(same_bits(q->dequantize(), simulate_weight(d, nullptr).f32)) << combo_name(c);
-    EXPECT_EQ(q->bytes(), size_t{3 * 23 * 16 * 4 + 3 * 16 * 4});  // 3 panels x 23 pairs x 16 dwords, 48 scales
+    // 3 panels x 23 pairs x 16 outputs x 2 weights (fp8: 1 byte, bf16: 2), 48 scales.
+    const size_t per_weight = c.w == QWeightFormat::kBf16 ? 2 : 1;
+    EXPECT_EQ(q->bytes(), 3 * 23 * 16 * 2 * per_weight + 3 * 16 * 4);
     EXPECT_EQ(q->out(), 37);
     EXPECT_EQ(q->in(), 45);
     const std::string name = q->kernel_name();

@@ -5,12 +5,14 @@
 // dword << 16. Per lane: acc = fma(w_odd, x_odd, acc); acc = fma(w_even,
 // x_even, acc), under MXCSR FTZ + DAZ, which is what vdpbf16ps does (x86
 // detects tininess after rounding in both; measured identical, see the test).
-// Tiles: up to 4 rows x 1 panel (8 ymm accumulators).
+// Tiles: up to 4 rows x 1 panel (8 ymm accumulators); fp8 W is widened to
+// bf16 one panel at a time into a per-thread buffer.
 #include "qloom/engine/native/bf16dot_kernels.h"
 
 #if defined(__x86_64__)
 
 #include <array>
+#include <vector>
 
 #include "qloom/core/x86_intrinsics.h"
 
@@ -46,12 +48,37 @@ QLOOM_BF16DOT_AVX2 inline void store8(const Args& a, int64_t row, int64_t o, __m
   for (int64_t i = 0; i < left; ++i) dst[i] = t[i];
 }
 
-// Rows of row tile t (R of them) x panel q.
+// 16 fp8 e4m3 codes -> their bf16 patterns (as the AVX-512 widen_fp8:
+// normal magnitudes shifted into place and rebiased, subnormals from a
+// table split in low and high bytes, NaN magnitude -> 0x7FC0, sign to bit 15).
+QLOOM_BF16DOT_AVX2 inline __m256i widen_fp8(const uint8_t* p) {
+  const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i m7 = _mm256_and_si256(c, _mm256_set1_epi16(0x7F));
+  __m256i r = _mm256_add_epi16(_mm256_slli_epi16(m7, 4), _mm256_set1_epi16(0x3C00));
+  const __m256i lo = _mm256_setr_epi8(0, 0, static_cast<char>(0x80), static_cast<char>(0xC0), 0, 0x20, 0x40, 0x60, 0, 0,
+                                      0, 0, 0, 0, 0, 0, 0, 0, static_cast<char>(0x80), static_cast<char>(0xC0), 0, 0x20,
+                                      0x40, 0x60, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i hi = _mm256_setr_epi8(0, 0x3B, 0x3B, 0x3B, 0x3C, 0x3C, 0x3C, 0x3C, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3B, 0x3B,
+                                      0x3B, 0x3C, 0x3C, 0x3C, 0x3C, 0, 0, 0, 0, 0, 0, 0, 0);
+  // m7's high byte is 0, so each word looks up table[m7 & 15] in its low byte and table[0] = 0 in its high byte.
+  const __m256i sub = _mm256_or_si256(_mm256_shuffle_epi8(lo, m7), _mm256_slli_epi16(_mm256_shuffle_epi8(hi, m7), 8));
+  r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi16(_mm256_set1_epi16(8), m7));
+  r = _mm256_blendv_epi8(r, _mm256_set1_epi16(0x7FC0), _mm256_cmpeq_epi16(m7, _mm256_set1_epi16(0x7F)));
+  return _mm256_or_si256(r, _mm256_and_si256(_mm256_slli_epi16(c, 8), _mm256_set1_epi16(static_cast<short>(0x8000))));
+}
+
+// Panel q of fp8 W widened into dst (the bf16 panel layout).
+QLOOM_BF16DOT_AVX2 void widen_panel(const Args& a, int64_t q, uint32_t* dst) {
+  const uint8_t* src = a.w8 + q * a.pairs * 2 * kPanel;
+  for (int64_t i = 0; i < a.pairs * 2; ++i)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i * 8), widen_fp8(src + i * 16));
+}
+
+// Rows of row tile t (R of them) x panel q, whose W starts at w.
 template <int R>
-QLOOM_BF16DOT_AVX2 void tile(const Args& a, int64_t q, int64_t t) {
+QLOOM_BF16DOT_AVX2 void tile(const Args& a, const uint32_t* w, int64_t q, int64_t t) {
   const int64_t pairs = a.pairs;
   const uint32_t* x = a.xq + t * a.mr * pairs;
-  const uint32_t* w = a.w + q * pairs * kPanel;
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   const unsigned csr = _mm_getcsr();
@@ -79,7 +106,7 @@ QLOOM_BF16DOT_AVX2 void tile(const Args& a, int64_t q, int64_t t) {
   }
 }
 
-using TileFn = void (*)(const Args&, int64_t, int64_t);
+using TileFn = void (*)(const Args&, const uint32_t*, int64_t, int64_t);
 constexpr std::array<TileFn, kMrAvx2> kTiles = {&tile<1>, &tile<2>, &tile<3>, &tile<4>};
 
 }  // namespace
@@ -88,12 +115,18 @@ bool avx2_kernel_built() { return true; }
 
 void run_avx2(const Args& a, int64_t q0, int64_t q1) {
   IeeeEnv env;
+  thread_local std::vector<uint32_t> widened;  // fp8 W: one panel at a time
+  if (a.w8 && widened.size() < static_cast<size_t>(a.pairs * kPanel))
+    widened.resize(static_cast<size_t>(a.pairs * kPanel));
   const int64_t tiles = (a.rows + a.mr - 1) / a.mr;
-  for (int64_t q = q0; q < q1; ++q)
+  for (int64_t q = q0; q < q1; ++q) {
+    if (a.w8) widen_panel(a, q, widened.data());
+    const uint32_t* w = a.w8 ? widened.data() : a.w + q * a.pairs * kPanel;
     for (int64_t t = 0; t < tiles; ++t) {
       const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
-      kTiles[static_cast<size_t>(rt - 1)](a, q, t);
+      kTiles[static_cast<size_t>(rt - 1)](a, w, q, t);
     }
+  }
 }
 
 }  // namespace qloom::engine::native::bf16dot

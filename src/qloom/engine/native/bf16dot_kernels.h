@@ -31,15 +31,19 @@ namespace qloom::engine::native::bf16dot {
 constexpr int kPanel = 16;  // outputs per W panel (one zmm of fp32 accumulators)
 
 // Everything a kernel call reads and writes.
-//  w:   W packed in panels of 16 outputs: dword (q * pairs + p) * 16 + j holds
-//       w[16q + j][2p] (low half) and w[16q + j][2p + 1] (high half) as bf16;
+//  w:   bf16 W packed in panels of 16 outputs: dword (q * pairs + p) * 16 + j
+//       holds w[16q + j][2p] (low half) and w[16q + j][2p + 1] (high half);
 //       outputs past `out` and the pad of an odd `in` are +0.
+//  w8:  instead of w, fp8 e4m3 W in the same layout with bytes for halves
+//       (byte 2 * ((q * pairs + p) * 16 + j) + h), widened to bf16 in
+//       registers (fp8_bf16 below; exact): half the bytes to stream.
 //  xq:  the activation codes as bf16 pairs, rows in tiles of `mr`: tile t
 //       (rows mr*t ..) starts at dword t * mr * pairs and holds pair p of its
 //       row i at p * rt + i, rt = the tile's row count (mr, the last less).
 //  sx:  one scale per row; sw: one per output (panels * 16 values).
 struct Args {
   const uint32_t* w = nullptr;
+  const uint8_t* w8 = nullptr;
   int64_t pairs = 0;
   const uint32_t* xq = nullptr;
   int64_t rows = 0, mr = 1;
@@ -61,6 +65,11 @@ void run_scalar(const Args& a, int64_t q0, int64_t q1);
 constexpr int64_t kMrAvx512 = 6;
 constexpr int64_t kMrAvx2 = 4;
 constexpr int64_t kMrScalar = 1;
+
+// The bf16 pattern of each e4m3 code's value (NaN codes -> +-0x7FC0).
+const uint16_t* fp8_bf16();
+// The W pair dword of output o, pair p (from w or w8).
+uint32_t w_pair(const Args& a, int64_t o, int64_t p);
 
 // The canonical operations in plain C++ (the reference; run_scalar uses them).
 float dp_fma(float a, float b, float acc);

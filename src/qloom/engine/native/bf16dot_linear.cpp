@@ -3,8 +3,9 @@
 // weights with bf16 activations, both multiplied as bf16 pairs with fp32
 // accumulation (vdpbf16ps; the arithmetic is defined in bf16dot_kernels.h).
 //
-// make: W's codes widened to bf16 (an e4m3 value is exact in bf16) and packed
-// into panels of 16 outputs x k pairs, the operand layout of vdpbf16ps.
+// make: W packed into panels of 16 outputs x k pairs, the operand layout of
+// vdpbf16ps: bf16 W as it is, fp8 W as its codes (1 byte per weight; the
+// kernels widen them to bf16, exactly: an e4m3 value has 4 significant bits).
 // run:  (1) the activation rows quantized to bf16 codes (bf16dot_act.h) in
 //       the kernel's row-tile layout, parallel over rows; (2) the kernel of
 //       this CPU over panels, parallel over panels (decode of one row splits
@@ -118,7 +119,7 @@ class Bf16DotLinear final : public QuantLinear {
   void run(const float* x, int64_t rows, const float* bias, float* y, ThreadPool& pool) const override;
   void run_ref(const float* x, int64_t rows, const float* bias, float* y) const override;
   std::vector<float> dequantize() const override;
-  size_t bytes() const override { return w_.size() * sizeof(uint32_t) + sw_.size() * sizeof(float); }
+  size_t bytes() const override { return w_.size() * sizeof(uint32_t) + w8_.size() + sw_.size() * sizeof(float); }
   const char* kernel_name() const override;
 
  private:
@@ -126,9 +127,11 @@ class Bf16DotLinear final : public QuantLinear {
     if (act_ == QActFormat::kBf16) return ActCode::kBf16;
     return act_ == QActFormat::kFp8PerTensor ? ActCode::kFp8Static : ActCode::kFp8Dynamic;
   }
-  uint16_t w_at(int64_t o, int64_t k) const {
-    const uint32_t d = w_[static_cast<size_t>(((o / kPanel) * pairs_ + k / 2) * kPanel + o % kPanel)];
-    return static_cast<uint16_t>(k % 2 ? d >> 16 : d);
+  // W[o, k] as the value the kernels multiply (bf16 / e4m3 widened).
+  float w_at(int64_t o, int64_t k) const {
+    const size_t i = static_cast<size_t>(((o / kPanel) * pairs_ + k / 2) * kPanel + o % kPanel);
+    if (!w8_.empty()) return fp8_e4m3_to_float(w8_[2 * i + static_cast<size_t>(k % 2)]);
+    return bf16_to_float(static_cast<uint16_t>(k % 2 ? w_[i] >> 16 : w_[i]));
   }
   bf16dot::Args args(int64_t rows, int64_t mr, const float* bias, float* y) const;
   // x · dequantized W for a dynamic call with non-finite activations.
@@ -138,29 +141,27 @@ class Bf16DotLinear final : public QuantLinear {
   QActFormat act_;
   int64_t out_, in_, pairs_, panels_;
   float act_scale_;
-  std::vector<uint32_t> w_;  // panels (bf16dot_kernels.h)
+  std::vector<uint32_t> w_;  // bf16 W in panels (bf16dot_kernels.h)
+  std::vector<uint8_t> w8_;  // or fp8 W in panels
   std::vector<float> sw_;    // per output (panels_ * 16); 1 for bf16, 0 past out_
 };
 
-// bf16 pattern of W[o, k] from the checkpoint's codes.
-uint16_t weight_code(const QuantLinearData& d, const std::array<uint16_t, 256>& fp8_lut, int64_t o, int64_t k) {
-  const size_t e = static_cast<size_t>(o * d.in + k);
-  if (d.weight == QWeightFormat::kBf16) return static_cast<uint16_t>(d.codes[2 * e] | (d.codes[2 * e + 1] << 8));
-  return fp8_lut[d.codes[e]];
-}
 
 Bf16DotLinear::Bf16DotLinear(const QuantLinearData& d)
     : weight_(d.weight), act_(d.act), out_(d.out), in_(d.in), pairs_((d.in + 1) / 2),
       panels_((d.out + kPanel - 1) / kPanel), act_scale_(d.act == QActFormat::kFp8PerTensor ? d.act_scale : 1.0f) {
-  std::array<uint16_t, 256> lut{};
-  for (int c = 0; c < 256; ++c)
-    lut[static_cast<size_t>(c)] =
-        static_cast<uint16_t>(std::bit_cast<uint32_t>(fp8_e4m3_to_float(static_cast<uint8_t>(c))) >> 16);
-  w_.assign(static_cast<size_t>(panels_ * pairs_ * kPanel), 0u);
+  // Element (o, k) goes to half k % 2 of slot ((o / 16) * pairs + k / 2) * 16 + o % 16.
+  const size_t slots = static_cast<size_t>(panels_ * pairs_ * kPanel);
+  const bool fp8 = d.weight == QWeightFormat::kFp8E4M3;
+  if (fp8) w8_.assign(2 * slots, 0);  // 0 = +0 in e4m3
+  else w_.assign(slots, 0u);
   for (int64_t o = 0; o < out_; ++o) {
-    uint32_t* dst = w_.data() + (o / kPanel) * pairs_ * kPanel + o % kPanel;
-    for (int64_t k = 0; k < in_; ++k)
-      dst[(k / 2) * kPanel] |= static_cast<uint32_t>(weight_code(d, lut, o, k)) << (16 * (k % 2));
+    const size_t base = static_cast<size_t>((o / kPanel) * pairs_ * kPanel + o % kPanel);
+    for (int64_t k = 0; k < in_; ++k) {
+      const size_t slot = base + static_cast<size_t>((k / 2) * kPanel), e = static_cast<size_t>(o * in_ + k);
+      if (fp8) w8_[2 * slot + static_cast<size_t>(k % 2)] = d.codes[e];
+      else w_[slot] |= static_cast<uint32_t>(d.codes[2 * e] | (d.codes[2 * e + 1] << 8)) << (16 * (k % 2));
+    }
   }
   sw_.assign(static_cast<size_t>(panels_ * kPanel), 0.0f);
   for (int64_t o = 0; o < out_; ++o)
@@ -180,7 +181,8 @@ const char* Bf16DotLinear::kernel_name() const {
 
 bf16dot::Args Bf16DotLinear::args(int64_t rows, int64_t mr, const float* bias, float* y) const {
   bf16dot::Args a;
-  a.w = w_.data();
+  a.w = w_.empty() ? nullptr : w_.data();
+  a.w8 = w8_.empty() ? nullptr : w8_.data();
   a.pairs = pairs_;
   a.rows = rows;
   a.mr = mr;
@@ -254,7 +256,7 @@ std::vector<float> Bf16DotLinear::dequantize() const {
   std::vector<float> w(static_cast<size_t>(out_ * in_));
   for (int64_t o = 0; o < out_; ++o)
     for (int64_t k = 0; k < in_; ++k) {
-      const float v = bf16_to_float(w_at(o, k));
+      const float v = w_at(o, k);
       // quant::dequantize_ref: fp8 value * scale; bf16 as it is.
       w[static_cast<size_t>(o * in_ + k)] = weight_ == QWeightFormat::kBf16 ? v : v * sw_[static_cast<size_t>(o)];
     }

@@ -1,9 +1,11 @@
 // The canonical arithmetic of the bf16 dot-product family in plain C++
 // (bf16dot_kernels.h): the reference run_ref() uses and the kernel of
 // QLOOM_MAX_ISA=scalar. Slow on purpose: every step is written out.
+#include <array>
 #include <bit>
 #include <cmath>
 
+#include "qloom/core/float_codec.h"
 #include "qloom/engine/native/bf16dot_kernels.h"
 
 namespace qloom::engine::native::bf16dot {
@@ -34,14 +36,31 @@ float dp_fma(float a, float b, float acc) {
   return r;
 }
 
+const uint16_t* fp8_bf16() {
+  static const std::array<uint16_t, 256> lut = [] {
+    std::array<uint16_t, 256> t{};
+    for (int c = 0; c < 256; ++c)
+      t[static_cast<size_t>(c)] =
+          static_cast<uint16_t>(std::bit_cast<uint32_t>(fp8_e4m3_to_float(static_cast<uint8_t>(c))) >> 16);
+    return t;
+  }();
+  return lut.data();
+}
+
+uint32_t w_pair(const Args& a, int64_t o, int64_t p) {
+  const int64_t i = ((o / kPanel) * a.pairs + p) * kPanel + o % kPanel;
+  if (!a.w8) return a.w[i];
+  const uint16_t* lut = fp8_bf16();
+  return lut[a.w8[2 * i]] | (static_cast<uint32_t>(lut[a.w8[2 * i + 1]]) << 16);
+}
+
 float dot_ref(const Args& a, int64_t row, int64_t o) {
   const int64_t t = row / a.mr, i = row % a.mr;
   const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
   const uint32_t* x = a.xq + t * a.mr * a.pairs + i;
-  const uint32_t* w = a.w + (o / kPanel) * a.pairs * kPanel + o % kPanel;
   float acc = 0.0f;
   for (int64_t p = 0; p < a.pairs; ++p) {
-    const uint32_t xp = x[p * rt], wp = w[p * kPanel];
+    const uint32_t xp = x[p * rt], wp = w_pair(a, o, p);
     acc = dp_fma(widen(static_cast<uint16_t>(xp >> 16)), widen(static_cast<uint16_t>(wp >> 16)), acc);
     acc = dp_fma(widen(static_cast<uint16_t>(xp)), widen(static_cast<uint16_t>(wp)), acc);
   }
