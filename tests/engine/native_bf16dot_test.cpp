@@ -426,6 +426,31 @@ TEST(Bf16Dot, AdversarialInputs) {
     }
 }
 
+// An fp8 NaN weight code makes every output it feeds NaN (x · NaN), the
+// others stay finite, whichever tile shape computes them.
+TEST(Bf16Dot, NanWeightCodeMakesItsOutputNan) {
+  std::mt19937 rng(19);
+  for (const Combo& c : combos()) {
+    if (c.w != QWeightFormat::kFp8E4M3) continue;
+    QuantLinearData d = make_data(c, 150, 41, rng);
+    d.codes[static_cast<size_t>(7 * 41 + 40)] = 0xFF;  // -NaN, last k (odd in: the pair's pad partner)
+    d.codes[static_cast<size_t>(133 * 41 + 3)] = 0x7F;
+    const auto q = make_quant_linear(d);
+    for (int64_t rows : {1, 2, 5, 9}) {
+      const std::vector<float> x = random_x(rows, 41, rng);
+      expect_run_equals_ref(*q, x, rows, nullptr, combo_name(c) + " NaN W codes");
+      std::vector<float> y(static_cast<size_t>(rows * 150));
+      q->run(x.data(), rows, nullptr, y.data(), *pools()[1]);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < 150; ++o)
+          EXPECT_EQ(std::isnan(y[r * 150 + o]), o == 7 || o == 133) << combo_name(c) << " r " << r << " o " << o;
+    }
+    const std::vector<float> w = q->dequantize();
+    EXPECT_EQ(bits(w[7 * 41 + 40]), 0xFFC00000u);
+    EXPECT_TRUE(std::isnan(w[133 * 41 + 3]));
+  }
+}
+
 LinearWeight simulate_weight(const QuantLinearData& d, const float* bias) {
   LinearWeight w;
   w.out = d.out;
@@ -529,7 +554,7 @@ TEST(Bf16Dot, DequantizeBytesAndKernelName) {
     EXPECT_TRUE(same_bits(q->dequantize(), simulate_weight(d, nullptr).f32)) << combo_name(c);
     // 3 panels x 23 pairs x 16 outputs x 2 weights (fp8: 1 byte, bf16: 2), 48 scales.
     const size_t per_weight = c.w == QWeightFormat::kBf16 ? 2 : 1;
-    EXPECT_EQ(q->bytes(), 3 * 23 * 16 * 2 * per_weight + 3 * 16 * 4);
+    EXPECT_EQ(make_quant_linear(make_data(c, 37, 45, rng))->bytes(), 3 * 23 * 16 * 2 * per_weight + 3 * 16 * 4);
     EXPECT_EQ(q->out(), 37);
     EXPECT_EQ(q->in(), 45);
     const std::string name = q->kernel_name();

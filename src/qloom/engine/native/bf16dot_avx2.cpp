@@ -48,9 +48,9 @@ QLOOM_BF16DOT_AVX2 inline void store8(const Args& a, int64_t row, int64_t o, __m
   for (int64_t i = 0; i < left; ++i) dst[i] = t[i];
 }
 
-// 16 fp8 e4m3 codes -> their bf16 patterns (as the AVX-512 widen_fp8:
-// normal magnitudes shifted into place and rebiased, subnormals from a
-// table split in low and high bytes, NaN magnitude -> 0x7FC0, sign to bit 15).
+// 16 fp8 e4m3 codes (never NaN, see Args) -> their bf16 patterns: normal
+// magnitudes shifted into place and rebiased (+120 << 7), subnormals from a
+// table split in low and high bytes, the sign moved to bit 15.
 QLOOM_BF16DOT_AVX2 inline __m256i widen_fp8(const uint8_t* p) {
   const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256i m7 = _mm256_and_si256(c, _mm256_set1_epi16(0x7F));
@@ -63,7 +63,6 @@ QLOOM_BF16DOT_AVX2 inline __m256i widen_fp8(const uint8_t* p) {
   // m7's high byte is 0, so each word looks up table[m7 & 15] in its low byte and table[0] = 0 in its high byte.
   const __m256i sub = _mm256_or_si256(_mm256_shuffle_epi8(lo, m7), _mm256_slli_epi16(_mm256_shuffle_epi8(hi, m7), 8));
   r = _mm256_blendv_epi8(r, sub, _mm256_cmpgt_epi16(_mm256_set1_epi16(8), m7));
-  r = _mm256_blendv_epi8(r, _mm256_set1_epi16(0x7FC0), _mm256_cmpeq_epi16(m7, _mm256_set1_epi16(0x7F)));
   return _mm256_or_si256(r, _mm256_and_si256(_mm256_slli_epi16(c, 8), _mm256_set1_epi16(static_cast<short>(0x8000))));
 }
 

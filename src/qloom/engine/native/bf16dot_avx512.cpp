@@ -22,20 +22,24 @@ namespace {
 constexpr int kMaxN = 4;        // panels per tile
 constexpr int kMaxNDecode = 8;  // panels per tile of one (bf16: or two) rows
 
-// 32 fp8 e4m3 codes -> their bf16 patterns (exact; bf16dot_kernels.h's
-// fp8_bf16): a normal code's 7 magnitude bits shifted left 4 are the bf16
-// exponent and mantissa less the bias difference 120 << 7; subnormal codes
-// (value m·2^-9, m < 8) come from an 8-entry table, the NaN magnitude 0x7F
-// becomes 0x7FC0, and the sign bit moves from bit 7 to bit 15.
+// 32 fp8 e4m3 codes (never NaN: make() moves NaN codes into the scales)
+// -> bf16 patterns of their values times 2^8 (exact), in 6 operations: the
+// code sign-extended to 16 bits and shifted left 4 holds the sign in bit 15
+// and the 7 magnitude bits in 10..4; or-ing in 0x4000 makes the exponent
+// field e + 128 = e - 7 + 127 + 8 (e4m3 bias 7, bf16 bias 127, the 2^8). For
+// subnormal codes (e = 0: value m·2^-9, scaled m/2) an 8-entry table takes
+// over, and the sign goes back in. The epilogue multiplies the 2^8 back out,
+// exactly: every product and partial sum is a multiple of 2^-10 below 2^40,
+// so scaling by a power of two commutes with every rounding and no FTZ ever
+// applies; the result is bit for bit the unscaled chain's.
 QLOOM_BF16DOT_AVX512 inline __m512i widen_fp8(const uint8_t* p) {
-  const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  const __m512i m7 = _mm512_and_si512(c, _mm512_set1_epi16(0x7F));
-  __m512i r = _mm512_add_epi16(_mm512_slli_epi16(m7, 4), _mm512_set1_epi16(0x3C00));
+  const __m512i c = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  __m512i r = _mm512_ternarylogic_epi32(_mm512_slli_epi16(c, 4), _mm512_set1_epi16(static_cast<short>(0x87F0)),
+                                        _mm512_set1_epi16(0x4000), 0xEA);  // (A & B) | C
   const __m512i sub = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
-                                       0x3C60, 0x3C40, 0x3C20, 0x3C00, 0x3BC0, 0x3B80, 0x3B00, 0);
-  r = _mm512_mask_permutexvar_epi16(r, _mm512_cmplt_epu16_mask(m7, _mm512_set1_epi16(8)), m7, sub);
-  r = _mm512_mask_mov_epi16(r, _mm512_cmpeq_epi16_mask(m7, _mm512_set1_epi16(0x7F)), _mm512_set1_epi16(0x7FC0));
-  return _mm512_ternarylogic_epi32(r, _mm512_slli_epi16(c, 8), _mm512_set1_epi16(static_cast<short>(0x8000)), 0xF8);
+                                       0x4060, 0x4040, 0x4020, 0x4000, 0x3FC0, 0x3F80, 0x3F00, 0);
+  r = _mm512_mask_permutexvar_epi16(r, _mm512_testn_epi16_mask(c, _mm512_set1_epi16(0x78)), c, sub);
+  return _mm512_ternarylogic_epi32(r, c, _mm512_set1_epi16(static_cast<short>(0x8000)), 0xF8);  // A | (B & C)
 }
 
 // Pair row i (= panel offset * pairs + p) of W from a panel's base.
@@ -51,6 +55,7 @@ QLOOM_BF16DOT_AVX512 inline void store_outputs(const Args& a, int64_t row, int64
   const int64_t o = q * kPanel;
   const int64_t left = a.out - o;
   const __mmask16 k = left >= kPanel ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+  if (a.w8) acc = _mm512_mul_ps(acc, _mm512_set1_ps(0x1p-8f));  // widen_fp8's 2^8 (exact)
   const __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.sx[row]), _mm512_loadu_ps(a.sw + o));
   __m512 y = a.bias ? _mm512_fmadd_ps(acc, s, _mm512_maskz_loadu_ps(k, a.bias + o)) : _mm512_mul_ps(acc, s);
   y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));

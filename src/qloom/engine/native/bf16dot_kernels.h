@@ -36,7 +36,9 @@ constexpr int kPanel = 16;  // outputs per W panel (one zmm of fp32 accumulators
 //       outputs past `out` and the pad of an odd `in` are +0.
 //  w8:  instead of w, fp8 e4m3 W in the same layout with bytes for halves
 //       (byte 2 * ((q * pairs + p) * 16 + j) + h), widened to bf16 in
-//       registers (fp8_bf16 below; exact): half the bytes to stream.
+//       registers (fp8_bf16 below; exact): half the bytes to stream. Never a
+//       NaN code: make() stores 0 there and NaN as the output's sw, which
+//       gives the same (canonical NaN) outputs without a NaN test per weight.
 //  xq:  the activation codes as bf16 pairs, rows in tiles of `mr`: tile t
 //       (rows mr*t ..) starts at dword t * mr * pairs and holds pair p of its
 //       row i at p * rt + i, rt = the tile's row count (mr, the last less).

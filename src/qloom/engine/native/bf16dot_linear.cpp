@@ -119,7 +119,10 @@ class Bf16DotLinear final : public QuantLinear {
   void run(const float* x, int64_t rows, const float* bias, float* y, ThreadPool& pool) const override;
   void run_ref(const float* x, int64_t rows, const float* bias, float* y) const override;
   std::vector<float> dequantize() const override;
-  size_t bytes() const override { return w_.size() * sizeof(uint32_t) + w8_.size() + sw_.size() * sizeof(float); }
+  size_t bytes() const override {
+    return w_.size() * sizeof(uint32_t) + w8_.size() + (sw_.size() + sw_run_.size()) * sizeof(float) +
+           nan_codes_.size() * sizeof(nan_codes_[0]);
+  }
   const char* kernel_name() const override;
 
  private:
@@ -130,7 +133,11 @@ class Bf16DotLinear final : public QuantLinear {
   // W[o, k] as the value the kernels multiply (bf16 / e4m3 widened).
   float w_at(int64_t o, int64_t k) const {
     const size_t i = static_cast<size_t>(((o / kPanel) * pairs_ + k / 2) * kPanel + o % kPanel);
-    if (!w8_.empty()) return fp8_e4m3_to_float(w8_[2 * i + static_cast<size_t>(k % 2)]);
+    if (!w8_.empty()) {
+      const auto nan = std::lower_bound(nan_codes_.begin(), nan_codes_.end(), std::make_pair(o * in_ + k, uint8_t{0}));
+      const bool is_nan = nan != nan_codes_.end() && nan->first == o * in_ + k;
+      return fp8_e4m3_to_float(is_nan ? nan->second : w8_[2 * i + static_cast<size_t>(k % 2)]);
+    }
     return bf16_to_float(static_cast<uint16_t>(k % 2 ? w_[i] >> 16 : w_[i]));
   }
   bf16dot::Args args(int64_t rows, int64_t mr, const float* bias, float* y) const;
@@ -142,8 +149,12 @@ class Bf16DotLinear final : public QuantLinear {
   int64_t out_, in_, pairs_, panels_;
   float act_scale_;
   std::vector<uint32_t> w_;  // bf16 W in panels (bf16dot_kernels.h)
-  std::vector<uint8_t> w8_;  // or fp8 W in panels
+  std::vector<uint8_t> w8_;  // or fp8 W in panels, NaN codes replaced by 0
   std::vector<float> sw_;    // per output (panels_ * 16); 1 for bf16, 0 past out_
+  // fp8 W with NaN codes: (element, code) of each, and the scales the kernels
+  // use (NaN for the outputs those rows feed: bf16dot_kernels.h, Args::w8).
+  std::vector<std::pair<int64_t, uint8_t>> nan_codes_;
+  std::vector<float> sw_run_;
 };
 
 
@@ -159,7 +170,8 @@ Bf16DotLinear::Bf16DotLinear(const QuantLinearData& d)
     const size_t base = static_cast<size_t>((o / kPanel) * pairs_ * kPanel + o % kPanel);
     for (int64_t k = 0; k < in_; ++k) {
       const size_t slot = base + static_cast<size_t>((k / 2) * kPanel), e = static_cast<size_t>(o * in_ + k);
-      if (fp8) w8_[2 * slot + static_cast<size_t>(k % 2)] = d.codes[e];
+      if (fp8 && (d.codes[e] & 0x7F) == 0x7F) nan_codes_.emplace_back(o * in_ + k, d.codes[e]);
+      else if (fp8) w8_[2 * slot + static_cast<size_t>(k % 2)] = d.codes[e];
       else w_[slot] |= static_cast<uint32_t>(d.codes[2 * e] | (d.codes[2 * e + 1] << 8)) << (16 * (k % 2));
     }
   }
@@ -168,6 +180,10 @@ Bf16DotLinear::Bf16DotLinear(const QuantLinearData& d)
     sw_[static_cast<size_t>(o)] = d.weight == QWeightFormat::kBf16 ? 1.0f
                                   : d.group == 0                   ? d.scales[0]
                                                                    : d.scales[static_cast<size_t>(o)];
+  if (!nan_codes_.empty()) {
+    sw_run_ = sw_;
+    for (const auto& [e, code] : nan_codes_) sw_run_[static_cast<size_t>(e / in_)] = std::bit_cast<float>(0x7FC00000u);
+  }
 }
 
 const char* Bf16DotLinear::kernel_name() const {
@@ -186,7 +202,7 @@ bf16dot::Args Bf16DotLinear::args(int64_t rows, int64_t mr, const float* bias, f
   a.pairs = pairs_;
   a.rows = rows;
   a.mr = mr;
-  a.sw = sw_.data();
+  a.sw = sw_run_.empty() ? sw_.data() : sw_run_.data();
   a.bias = bias;
   a.y = y;
   a.out = out_;
@@ -249,7 +265,7 @@ void Bf16DotLinear::run_ref(const float* x, int64_t rows, const float* bias, flo
   a.sx = sx.data();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < out_; ++o)
-      y[r * out_ + o] = bf16dot::epilogue_ref(bf16dot::dot_ref(a, r, o), sx[r], sw_[o], bias, o);
+      y[r * out_ + o] = bf16dot::epilogue_ref(bf16dot::dot_ref(a, r, o), sx[r], a.sw[o], bias, o);
 }
 
 std::vector<float> Bf16DotLinear::dequantize() const {
