@@ -22,6 +22,7 @@ namespace qloom::engine::native::bf16dot {
 namespace {
 
 constexpr unsigned kFtzDaz = 0x8040u;
+constexpr int kMr = 4;  // rows per tile
 
 QLOOM_BF16DOT_AVX2 inline __m256 odd(__m256i pairs) {
   return _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
@@ -73,11 +74,12 @@ QLOOM_BF16DOT_AVX2 void widen_panel(const Args& a, int64_t q, uint32_t* dst) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i * 8), widen_fp8(src + i * 16));
 }
 
-// Rows of row tile t (R of them) x panel q, whose W starts at w.
+// Rows row0 .. row0+R-1 x panel q, whose W starts at w.
 template <int R>
-QLOOM_BF16DOT_AVX2 void tile(const Args& a, const uint32_t* w, int64_t q, int64_t t) {
+QLOOM_BF16DOT_AVX2 void tile(const Args& a, const uint32_t* w, int64_t q, int64_t row0) {
   const int64_t pairs = a.pairs;
-  const uint32_t* x = a.xq + t * a.mr * pairs;
+  const uint16_t* x[R];
+  for (int r = 0; r < R; ++r) x[r] = a.xq + (row0 + r) * 2 * pairs;
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   const unsigned csr = _mm_getcsr();
@@ -88,7 +90,7 @@ QLOOM_BF16DOT_AVX2 void tile(const Args& a, const uint32_t* w, int64_t q, int64_
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * kPanel + 8));
     const __m256 wo0 = odd(w0), we0 = even(w0), wo1 = odd(w1), we1 = even(w1);
     for (int r = 0; r < R; ++r) {
-      const __m256i xb = _mm256_set1_epi32(static_cast<int>(x[p * R + r]));
+      const __m256i xb = _mm256_broadcastd_epi32(_mm_loadu_si32(x[r] + 2 * p));
       const __m256 xo = odd(xb), xe = even(xb);
       acc[r][0] = _mm256_fmadd_ps(we0, xe, _mm256_fmadd_ps(wo0, xo, acc[r][0]));
       acc[r][1] = _mm256_fmadd_ps(we1, xe, _mm256_fmadd_ps(wo1, xo, acc[r][1]));
@@ -100,13 +102,13 @@ QLOOM_BF16DOT_AVX2 void tile(const Args& a, const uint32_t* w, int64_t q, int64_
   _mm_setcsr(csr);
   __asm__ volatile("" ::: "memory");
   for (int r = 0; r < R; ++r) {
-    store8(a, t * a.mr + r, q * kPanel, acc[r][0]);
-    store8(a, t * a.mr + r, q * kPanel + 8, acc[r][1]);
+    store8(a, row0 + r, q * kPanel, acc[r][0]);
+    store8(a, row0 + r, q * kPanel + 8, acc[r][1]);
   }
 }
 
 using TileFn = void (*)(const Args&, const uint32_t*, int64_t, int64_t);
-constexpr std::array<TileFn, kMrAvx2> kTiles = {&tile<1>, &tile<2>, &tile<3>, &tile<4>};
+constexpr std::array<TileFn, kMr> kTiles = {&tile<1>, &tile<2>, &tile<3>, &tile<4>};
 
 }  // namespace
 
@@ -117,13 +119,12 @@ void run_avx2(const Args& a, int64_t q0, int64_t q1) {
   thread_local std::vector<uint32_t> widened;  // fp8 W: one panel at a time
   if (a.w8 && widened.size() < static_cast<size_t>(a.pairs * kPanel))
     widened.resize(static_cast<size_t>(a.pairs * kPanel));
-  const int64_t tiles = (a.rows + a.mr - 1) / a.mr;
   for (int64_t q = q0; q < q1; ++q) {
     if (a.w8) widen_panel(a, q, widened.data());
     const uint32_t* w = a.w8 ? widened.data() : a.w + q * a.pairs * kPanel;
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
-      kTiles[static_cast<size_t>(rt - 1)](a, w, q, t);
+    for (int64_t r = 0; r < a.rows; r += kMr) {
+      const int64_t rt = a.rows - r < kMr ? a.rows - r : kMr;
+      kTiles[static_cast<size_t>(rt - 1)](a, w, q, r);
     }
   }
 }

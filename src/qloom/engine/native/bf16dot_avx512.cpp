@@ -19,6 +19,7 @@
 namespace qloom::engine::native::bf16dot {
 namespace {
 
+constexpr int kMr = 6;          // rows per tile
 constexpr int kMaxN = 4;        // panels per tile
 constexpr int kMaxNDecode = 8;  // panels per tile of one (bf16: or two) rows
 
@@ -62,12 +63,13 @@ QLOOM_BF16DOT_AVX512 inline void store_outputs(const Args& a, int64_t row, int64
   _mm512_mask_storeu_ps(a.y + row * a.out + o, k, y);
 }
 
-// Rows of row tile t (R of them) x panels q .. q+N-1 (W from wq, panel q's
-// base), over every k pair.
+// Rows row0 .. row0+R-1 x panels q .. q+N-1 (W from wq, panel q's base),
+// over every k pair.
 template <int R, int N, bool kFp8>
-QLOOM_BF16DOT_AVX512 void tile(const Args& a, const void* wq, int64_t q, int64_t t) {
+QLOOM_BF16DOT_AVX512 void tile(const Args& a, const void* wq, int64_t q, int64_t row0) {
   const int64_t pairs = a.pairs;
-  const uint32_t* x = a.xq + t * a.mr * pairs;
+  const uint16_t* x[R];
+  for (int r = 0; r < R; ++r) x[r] = a.xq + (row0 + r) * 2 * pairs;
   __m512 acc[R][N];
   for (int r = 0; r < R; ++r)
     for (int n = 0; n < N; ++n) acc[r][n] = _mm512_setzero_ps();
@@ -75,12 +77,12 @@ QLOOM_BF16DOT_AVX512 void tile(const Args& a, const void* wq, int64_t q, int64_t
     __m512bh wv[N];
     for (int n = 0; n < N; ++n) wv[n] = load_w<kFp8>(wq, n * pairs + p);
     for (int r = 0; r < R; ++r) {
-      const __m512bh xb = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[p * R + r])));
+      const __m512bh xb = reinterpret_cast<__m512bh>(_mm512_broadcastd_epi32(_mm_loadu_si32(x[r] + 2 * p)));
       for (int n = 0; n < N; ++n) acc[r][n] = _mm512_dpbf16_ps(acc[r][n], wv[n], xb);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int n = 0; n < N; ++n) store_outputs(a, t * a.mr + r, q + n, acc[r][n]);
+    for (int n = 0; n < N; ++n) store_outputs(a, row0 + r, q + n, acc[r][n]);
 }
 
 using TileFn = void (*)(const Args&, const void*, int64_t, int64_t);
@@ -95,9 +97,9 @@ template <int R, bool kFp8>
 constexpr auto kN8 = tiles_of<R, kFp8>(std::make_index_sequence<kMaxNDecode>());
 
 // [rows - 1][panels - 1]: up to 6 rows x 4 panels, bf16 W / fp8 W.
-constexpr std::array<std::array<TileFn, kMaxN>, kMrAvx512> kTiles = {
+constexpr std::array<std::array<TileFn, kMaxN>, kMr> kTiles = {
     kN4<1, false>, kN4<2, false>, kN4<3, false>, kN4<4, false>, kN4<5, false>, kN4<6, false>};
-constexpr std::array<std::array<TileFn, kMaxN>, kMrAvx512> kTilesFp8 = {
+constexpr std::array<std::array<TileFn, kMaxN>, kMr> kTilesFp8 = {
     kN4<1, true>, kN4<2, true>, kN4<3, true>, kN4<4, true>, kN4<5, true>, kN4<6, true>};
 // Decode: 8 panels, so 8 (16) independent chains hide vdpbf16ps's ~6-cycle
 // latency while W streams; fp8 only for one row (the widening's registers).
@@ -135,18 +137,17 @@ bool avx512bf16_kernel_built() { return true; }
 // L2), fp8 W widened once per group into a per-thread buffer.
 void run_avx512bf16(const Args& a, int64_t q0, int64_t q1) {
   IeeeEnv env;
-  if (a.rows <= a.mr) return run_single_tile(a, q0, q1);
+  if (a.rows <= kMr) return run_single_tile(a, q0, q1);
   thread_local std::vector<uint32_t> widened;
   if (a.w8 && widened.size() < static_cast<size_t>(kMaxN * a.pairs * kPanel))
     widened.resize(static_cast<size_t>(kMaxN * a.pairs * kPanel));
-  const int64_t tiles = (a.rows + a.mr - 1) / a.mr;
   for (int64_t q = q0; q < q1; q += kMaxN) {
     const int64_t n = q1 - q < kMaxN ? q1 - q : kMaxN;
     if (a.w8) widen_panels(a, q, n, widened.data());
     const void* wq = a.w8 ? static_cast<const void*>(widened.data()) : panel_base(a, q);
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
-      kTiles[static_cast<size_t>(rt - 1)][static_cast<size_t>(n - 1)](a, wq, q, t);
+    for (int64_t r = 0; r < a.rows; r += kMr) {
+      const int64_t rt = a.rows - r < kMr ? a.rows - r : kMr;
+      kTiles[static_cast<size_t>(rt - 1)][static_cast<size_t>(n - 1)](a, wq, q, r);
     }
   }
 }

@@ -39,16 +39,15 @@ constexpr int kPanel = 16;  // outputs per W panel (one zmm of fp32 accumulators
 //       registers (fp8_bf16 below; exact): half the bytes to stream. Never a
 //       NaN code: make() stores 0 there and NaN as the output's sw, which
 //       gives the same (canonical NaN) outputs without a NaN test per weight.
-//  xq:  the activation codes as bf16 pairs, rows in tiles of `mr`: tile t
-//       (rows mr*t ..) starts at dword t * mr * pairs and holds pair p of its
-//       row i at p * rt + i, rt = the tile's row count (mr, the last less).
+//  xq:  the activation codes, bf16, row r at xq + r * 2 * pairs (an odd
+//       `in` padded with +0).
 //  sx:  one scale per row; sw: one per output (panels * 16 values).
 struct Args {
   const uint32_t* w = nullptr;
   const uint8_t* w8 = nullptr;
   int64_t pairs = 0;
-  const uint32_t* xq = nullptr;
-  int64_t rows = 0, mr = 1;
+  const uint16_t* xq = nullptr;
+  int64_t rows = 0;
   const float* sx = nullptr;
   const float* sw = nullptr;
   const float* bias = nullptr;  // null or `out` values
@@ -63,10 +62,6 @@ bool avx2_kernel_built();
 void run_avx512bf16(const Args& a, int64_t q0, int64_t q1);
 void run_avx2(const Args& a, int64_t q0, int64_t q1);
 void run_scalar(const Args& a, int64_t q0, int64_t q1);
-// The row-tile heights the kernels want the activations laid out in.
-constexpr int64_t kMrAvx512 = 6;
-constexpr int64_t kMrAvx2 = 4;
-constexpr int64_t kMrScalar = 1;
 
 // The bf16 pattern of each e4m3 code's value (NaN codes -> +-0x7FC0).
 const uint16_t* fp8_bf16();

@@ -6,8 +6,8 @@
 // make: W packed into panels of 16 outputs x k pairs, the operand layout of
 // vdpbf16ps: bf16 W as it is, fp8 W as its codes (1 byte per weight; the
 // kernels widen them to bf16, exactly: an e4m3 value has 4 significant bits).
-// run:  (1) the activation rows quantized to bf16 codes (bf16dot_act.h) in
-//       the kernel's row-tile layout, parallel over rows; (2) the kernel of
+// run:  (1) the activation rows quantized to bf16 codes (bf16dot_act.h),
+//       parallel over rows; (2) the kernel of
 //       this CPU over panels, parallel over panels (decode of one row splits
 //       its outputs over every thread). Every output is one fixed chain, so
 //       the bits do not depend on the thread count or (see the test) the ISA.
@@ -46,15 +46,6 @@ Path kernel_path() {
   return Path::kScalar;
 }
 
-int64_t tile_rows(Path p) {
-  switch (p) {
-    case Path::kAvx512Bf16: return bf16dot::kMrAvx512;
-    case Path::kAvx2: return bf16dot::kMrAvx2;
-    case Path::kScalar: break;
-  }
-  return bf16dot::kMrScalar;
-}
-
 Isa quantizer_isa() {
   if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
   return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
@@ -77,27 +68,17 @@ struct Call {
   Isa isa = Isa::kScalar;
   Path path = Path::kScalar;
   bf16dot::Args args;
-  uint32_t* xq = nullptr;
+  uint16_t* xq = nullptr;
   float* sx = nullptr;
   std::atomic<bool> nonfinite{false};
 };
 
-// Rows [r0, r1) of the activations into the kernel's tile layout.
+// Rows [r0, r1) of the activations into their codes (bf16dot_kernels.h, Args::xq).
 void quantize_rows(Call& c, int64_t r0, int64_t r1) {
   bf16dot::IeeeEnv env;
-  thread_local std::vector<uint16_t> tmp;
-  const int64_t pairs = c.args.pairs, mr = c.args.mr, rows = c.args.rows;
-  uint16_t* row = grow(tmp, static_cast<size_t>(2 * pairs + 2));
-  for (int64_t r = r0; r < r1; ++r) {
-    if (!bf16dot::quantize_row(c.isa, c.kind, c.x + r * c.in, c.in, c.act_scale, row, c.sx + r)) {
+  for (int64_t r = r0; r < r1; ++r)
+    if (!bf16dot::quantize_row(c.isa, c.kind, c.x + r * c.in, c.in, c.act_scale, c.xq + r * 2 * c.args.pairs, c.sx + r))
       c.nonfinite.store(true, std::memory_order_relaxed);
-      continue;
-    }
-    const int64_t t = r / mr, i = r % mr, rt = std::min(mr, rows - t * mr);
-    uint32_t* dst = c.xq + t * mr * pairs + i;
-    for (int64_t p = 0; p < pairs; ++p)
-      dst[p * rt] = static_cast<uint32_t>(row[2 * p]) | (static_cast<uint32_t>(row[2 * p + 1]) << 16);
-  }
 }
 
 void run_panels(const Call& c, int64_t q0, int64_t q1) {
@@ -140,7 +121,7 @@ class Bf16DotLinear final : public QuantLinear {
     }
     return bf16_to_float(static_cast<uint16_t>(k % 2 ? w_[i] >> 16 : w_[i]));
   }
-  bf16dot::Args args(int64_t rows, int64_t mr, const float* bias, float* y) const;
+  bf16dot::Args args(int64_t rows, const float* bias, float* y) const;
   // x · dequantized W for a dynamic call with non-finite activations.
   LinearWeight dequantized_weight(const float* bias) const;
 
@@ -195,13 +176,12 @@ const char* Bf16DotLinear::kernel_name() const {
   return "scalar";
 }
 
-bf16dot::Args Bf16DotLinear::args(int64_t rows, int64_t mr, const float* bias, float* y) const {
+bf16dot::Args Bf16DotLinear::args(int64_t rows, const float* bias, float* y) const {
   bf16dot::Args a;
   a.w = w_.empty() ? nullptr : w_.data();
   a.w8 = w8_.empty() ? nullptr : w8_.data();
   a.pairs = pairs_;
   a.rows = rows;
-  a.mr = mr;
   a.sw = sw_run_.empty() ? sw_.data() : sw_run_.data();
   a.bias = bias;
   a.y = y;
@@ -222,7 +202,7 @@ LinearWeight Bf16DotLinear::dequantized_weight(const float* bias) const {
 void Bf16DotLinear::run(const float* x, int64_t rows, const float* bias, float* y, ThreadPool& pool) const {
   if (rows <= 0 || out_ <= 0) return;
   bf16dot::IeeeEnv env;
-  thread_local std::vector<uint32_t> xq_buf;
+  thread_local std::vector<uint16_t> xq_buf;
   thread_local std::vector<float> sx_buf;
   Call c;
   c.x = x;
@@ -231,8 +211,8 @@ void Bf16DotLinear::run(const float* x, int64_t rows, const float* bias, float* 
   c.act_scale = act_scale_;
   c.isa = quantizer_isa();
   c.path = kernel_path();
-  c.args = args(rows, tile_rows(c.path), bias, y);
-  c.args.xq = c.xq = grow(xq_buf, static_cast<size_t>(rows * pairs_ + 1));
+  c.args = args(rows, bias, y);
+  c.args.xq = c.xq = grow(xq_buf, static_cast<size_t>(rows * 2 * pairs_ + 2));
   c.args.sx = c.sx = grow(sx_buf, static_cast<size_t>(rows));
   Call* cp = &c;
   const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, in_));
@@ -249,18 +229,14 @@ void Bf16DotLinear::run(const float* x, int64_t rows, const float* bias, float* 
 void Bf16DotLinear::run_ref(const float* x, int64_t rows, const float* bias, float* y) const {
   if (rows <= 0 || out_ <= 0) return;
   bf16dot::IeeeEnv env;
-  std::vector<uint16_t> row(static_cast<size_t>(2 * pairs_ + 2));
-  std::vector<uint32_t> xq(static_cast<size_t>(rows * pairs_ + 1));
+  std::vector<uint16_t> xq(static_cast<size_t>(rows * 2 * pairs_ + 2));
   std::vector<float> sx(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!bf16dot::quantize_row(Isa::kScalar, act_code(), x + r * in_, in_, act_scale_, row.data(), &sx[r])) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (!bf16dot::quantize_row(Isa::kScalar, act_code(), x + r * in_, in_, act_scale_, &xq[r * 2 * pairs_], &sx[r])) {
       linear_ref(x, rows, dequantized_weight(bias), y);
       return;
     }
-    for (int64_t p = 0; p < pairs_; ++p)
-      xq[static_cast<size_t>(r * pairs_ + p)] = row[2 * p] | (static_cast<uint32_t>(row[2 * p + 1]) << 16);
-  }
-  bf16dot::Args a = args(rows, 1, bias, y);
+  bf16dot::Args a = args(rows, bias, y);
   a.xq = xq.data();
   a.sx = sx.data();
   for (int64_t r = 0; r < rows; ++r)

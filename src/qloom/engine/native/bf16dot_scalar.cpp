@@ -55,12 +55,10 @@ uint32_t w_pair(const Args& a, int64_t o, int64_t p) {
 }
 
 float dot_ref(const Args& a, int64_t row, int64_t o) {
-  const int64_t t = row / a.mr, i = row % a.mr;
-  const int64_t rt = a.rows - t * a.mr < a.mr ? a.rows - t * a.mr : a.mr;
-  const uint32_t* x = a.xq + t * a.mr * a.pairs + i;
+  const uint16_t* x = a.xq + row * 2 * a.pairs;
   float acc = 0.0f;
   for (int64_t p = 0; p < a.pairs; ++p) {
-    const uint32_t xp = x[p * rt], wp = w_pair(a, o, p);
+    const uint32_t xp = x[2 * p] | (static_cast<uint32_t>(x[2 * p + 1]) << 16), wp = w_pair(a, o, p);
     acc = dp_fma(widen(static_cast<uint16_t>(xp >> 16)), widen(static_cast<uint16_t>(wp >> 16)), acc);
     acc = dp_fma(widen(static_cast<uint16_t>(xp)), widen(static_cast<uint16_t>(wp)), acc);
   }
