@@ -7,20 +7,19 @@
 // vdpbf16ps: bf16 W as it is, fp8 W as its codes (1 byte per weight; the
 // kernels widen them to bf16, exactly: an e4m3 value has 4 significant bits).
 // run:  (1) the activation rows quantized to bf16 codes (bf16dot_act.h),
-//       parallel over rows; (2) the kernel of
-//       this CPU over panels, parallel over panels (decode of one row splits
-//       its outputs over every thread). Every output is one fixed chain, so
-//       the bits do not depend on the thread count or (see the test) the ISA.
+//       parallel over rows; (2) the kernel of this CPU, parallel over panels
+//       (decode of one row splits its outputs over every thread). Every
+//       output is one fixed chain, so the bits depend neither on the thread
+//       count nor (tested) on the ISA.
 // A dynamic (per-token) call whose activations hold NaN or inf is not
 // quantized at all, as in the simulate path: it computes x · dequantized W
 // with engine::linear() (linear_ref() in run_ref), so it equals simulate.
 #include "qloom/engine/native/bf16dot_linear.h"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <bit>
-#include <cstring>
+#include <utility>
 
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
@@ -137,7 +136,6 @@ class Bf16DotLinear final : public QuantLinear {
   std::vector<std::pair<int64_t, uint8_t>> nan_codes_;
   std::vector<float> sw_run_;
 };
-
 
 Bf16DotLinear::Bf16DotLinear(const QuantLinearData& d)
     : weight_(d.weight), act_(d.act), out_(d.out), in_(d.in), pairs_((d.in + 1) / 2),
