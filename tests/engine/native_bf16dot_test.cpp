@@ -411,7 +411,8 @@ TEST(Bf16Dot, AdversarialInputs) {
       for (int64_t r = 0; r < 8; ++r)
         expect_run_equals_ref(*q, std::vector<float>(clean.begin() + r * s.in, clean.begin() + (r + 1) * s.in), 1,
                               nullptr, what + " row " + std::to_string(r));
-      expect_run_equals_ref(*q, std::vector<float>(clean.begin(), clean.begin() + 5 * s.in), 5, nullptr, what + " 5 rows");
+      const std::vector<float> five(clean.begin(), clean.begin() + 5 * s.in);
+      expect_run_equals_ref(*q, five, 5, nullptr, what + " 5 rows");
       // (A dynamic call with NaN / inf is not quantized: see the next test.)
       if (c.a == QActFormat::kFp8PerToken) continue;
       expect_run_equals_ref(*q, x, s.rows, nullptr, what + " (NaN, inf rows)");
