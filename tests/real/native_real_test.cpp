@@ -3,15 +3,24 @@
 // has them), then the checkpoint loaded twice in-process — simulate (weights
 // dequantized, activation / KV quantization fake-quantized: Quark's
 // arithmetic) and native (the engine's int8 / fp8 / bf16-dot / packed 4-bit
-// kernels, fp8 KV cache) — and one 256-token wikitext-2 window scored by both.
+// kernels, fp8 KV cache) — and one 256-token wikitext-2 window scored by
+// both and by the bf16 source (fp32 compute).
 //
-// Bounds, per position over the window:
-//   mean KL(simulate || native) <= 1e-4 (the bound) and top-1
-//   agreement >= 98%. Weight-only 4-bit schemes must agree BIT FOR BIT (their
-//   kernels keep the fp32 engine's summation order on the same dequantized
-//   values). int8 / fp8 differ only in where the scales multiply in (once per
-//   output instead of per element) and the fp8 KV cache in rounding K after
-//   RoPE instead of k_proj's output: far below the quantization noise itself.
+// Weight-only 4-bit schemes must agree BIT FOR BIT: their kernels keep the
+// fp32 engine's summation order on the same dequantized values.
+// Schemes with quantized activations cannot: native multiplies the scales in
+// once per output (exact integer / bf16 products) where simulate rounds every
+// x·s and w·s product, a ~1e-7 relative difference per output; at the next
+// layer's activation quantizer that flips the odd code sitting on a rounding
+// boundary (a code step is 2^-4 relative for fp8), and the flips multiply
+// through 30 layers. Measured when this test was written: simulate against
+// itself with 1-ulp noise on a quarter of the linear inputs gives KL 0.014
+// for fp8, the same order as native vs simulate. A fixed bound like KL 1e-4
+// cannot hold; what must hold is that native is as faithful to the source as
+// simulate — another sample of the same quantization noise:
+//   |KL(src||native) - KL(src||simulate)| <= 15% of KL(src||simulate),
+//   KL(simulate||native) <= KL(src||simulate), and
+//   top-1 agreement with the source within 3 points of simulate's.
 // Native is also run at 1 and 2 threads: the logits must be byte-identical.
 // The printed lines are the closing note's table.
 #include <gtest/gtest.h>
@@ -56,20 +65,20 @@ std::vector<int32_t> window(const std::filesystem::path& model, size_t n) {
   return ids;
 }
 
-struct Run {
+struct NativeRun {
   std::vector<float> logits;
   size_t native_linears = 0;
   bool fp8_kv = false;
 };
 
-Run run(const std::filesystem::path& dir, exporter::Runtime rt, unsigned threads, const std::vector<int32_t>& ids) {
+NativeRun run(const std::filesystem::path& dir, exporter::Runtime rt, unsigned threads, const std::vector<int32_t>& ids) {
   engine::LoadOptions o;
   o.threads = threads;
   exporter::LoadedModel m = exporter::load_for_eval(dir, o, rt);
   auto cache = m.model->new_cache(static_cast<int64_t>(ids.size()));
   const auto& h = m.runtime.hooks;
   const bool hooked = static_cast<bool>(h.linear_input) || static_cast<bool>(h.linear_output);
-  Run r;
+  NativeRun r;
   r.logits = m.model->forward(ids, *cache, false, hooked ? &h : nullptr);
   r.native_linears = m.runtime.native_linears;
   r.fp8_kv = !m.runtime.kv_cache_fp8_scales.empty();
@@ -117,24 +126,30 @@ TEST_P(NativeReal, NativeAgreesWithSimulate) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   const std::vector<int32_t> ids = window(src, 256);
-  const Run sim = run(out, exporter::Runtime::kSimulate, 2, ids);
-  const Run nat = run(out, exporter::Runtime::kNative, 2, ids);
+  const NativeRun sim = run(out, exporter::Runtime::kSimulate, 2, ids);
+  const NativeRun nat = run(out, exporter::Runtime::kNative, 2, ids);
   EXPECT_EQ(sim.native_linears, 0u);
   EXPECT_EQ(nat.native_linears, 210u) << "every quantized linear of SmolLM2 (30 layers x 7) must run natively";
   EXPECT_EQ(nat.fp8_kv, std::string(c.name) == "fp8_kv_fp8");
   ASSERT_EQ(sim.logits.size(), nat.logits.size());
   const int64_t vocab = static_cast<int64_t>(sim.logits.size() / ids.size());
   const Agreement a = compare(sim.logits, nat.logits, vocab);
-  std::printf("[ real ] native %-20s vs simulate: kld_mean %.3g kld_max %.3g top1 %.4f%s\n", c.name, a.kld_mean,
-              a.kld_max, a.top1, c.bitwise ? " (bitwise case)" : "");
+  const std::vector<float> ref = run(src, exporter::Runtime::kSimulate, 2, ids).logits;
+  const Agreement qs = compare(ref, sim.logits, vocab), qn = compare(ref, nat.logits, vocab);
+  std::printf("[ real ] native %-20s vs simulate: kld %.3g top1 %.4f | vs source: simulate kld %.4f top1 %.4f, "
+              "native kld %.4f top1 %.4f%s\n",
+              c.name, a.kld_mean, a.top1, qs.kld_mean, qs.top1, qn.kld_mean, qn.top1,
+              c.bitwise ? " (bitwise case)" : "");
   if (c.bitwise) {
     EXPECT_EQ(std::memcmp(sim.logits.data(), nat.logits.data(), sim.logits.size() * sizeof(float)), 0)
         << "weight-only 4-bit native logits must equal simulate's bit for bit";
+  } else {
+    EXPECT_LE(std::fabs(qn.kld_mean - qs.kld_mean), 0.15 * qs.kld_mean);
+    EXPECT_LE(a.kld_mean, qs.kld_mean);
+    EXPECT_GE(qn.top1, qs.top1 - 0.03);
   }
-  EXPECT_LE(a.kld_mean, 1e-4);
-  EXPECT_GE(a.top1, 0.98);
 
-  const Run one = run(out, exporter::Runtime::kNative, 1, ids);
+  const NativeRun one = run(out, exporter::Runtime::kNative, 1, ids);
   EXPECT_EQ(std::memcmp(one.logits.data(), nat.logits.data(), nat.logits.size() * sizeof(float)), 0)
       << "native logits must not depend on the thread count";
 }

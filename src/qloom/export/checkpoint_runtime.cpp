@@ -176,8 +176,11 @@ Collected collect(const io::ModelDir& dir, const nlohmann::json& qc, Runtime run
   for (const quant::LinearLayer& layer : quant::find_linear_layers(shapes)) {
     const auto spec = resolve_layer_quant_spec(qc, layer.module, file);
     if (!spec) continue;
-    const int64_t in = layer.shape.size() == 2 ? static_cast<int64_t>(layer.shape[1]) : 0;
-    collect_linear(layer.module, in, *spec, runtime, lookup, file, w.find(layer.module + ".weight_scale") != nullptr, c);
+    const bool has_scale = w.find(layer.module + ".weight_scale") != nullptr;
+    // The logical width (stored 4-bit weights are packed, per-group ones transposed).
+    int64_t in = layer.shape.size() == 2 ? static_cast<int64_t>(layer.shape[1]) : 0;
+    if (spec->weight && has_scale) in = static_cast<int64_t>(logical_weight_shape(layer.module, *spec->weight, lookup).second);
+    collect_linear(layer.module, in, *spec, runtime, lookup, file, has_scale, c);
   }
   return c;
 }

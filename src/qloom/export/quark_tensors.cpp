@@ -600,14 +600,11 @@ bool shape_is_one_of(const std::vector<uint64_t>& s, std::initializer_list<std::
 
 }  // namespace
 
-QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSpec& spec,
-                                        const TensorLookup& lookup, PackOrder order) {
+std::pair<uint64_t, uint64_t> logical_weight_shape(const std::string& module, const QuantSpec& spec,
+                                                   const TensorLookup& lookup) {
   const io::TensorView wv = need(lookup, module + ".weight");
   const io::TensorView sv = need(lookup, module + ".weight_scale");
   if (wv.shape().size() != 2) layout_error(wv.name(), "expected a 2-D tensor, got " + format_shape(wv.shape()));
-  const uint64_t g = spec.qscheme == QScheme::kPerGroup ? static_cast<uint64_t>(std::max(spec.group_size, 1)) : 0;
-
-  // Logical shape from the stored tensors.
   uint64_t out = 0, in = 0;
   if (is_fp8(spec.dtype) || (is_8bit_int(spec.dtype) && spec.qscheme != QScheme::kPerGroup)) {
     out = wv.shape()[0];
@@ -630,6 +627,17 @@ QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSp
     unsupported(wv.name(), std::string("weights in ") + quant::quant_dtype_name(spec.dtype) +
                                " are not supported");
   }
+  return {out, in};
+}
+
+QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSpec& spec,
+                                        const TensorLookup& lookup, PackOrder order) {
+  const io::TensorView wv = need(lookup, module + ".weight");
+  const io::TensorView sv = need(lookup, module + ".weight_scale");
+  if (wv.shape().size() != 2) layout_error(wv.name(), "expected a 2-D tensor, got " + format_shape(wv.shape()));
+  const uint64_t g = spec.qscheme == QScheme::kPerGroup ? static_cast<uint64_t>(std::max(spec.group_size, 1)) : 0;
+
+  const auto [out, in] = logical_weight_shape(module, spec, lookup);
   // Any float model dtype gives the same shapes; bf16 is a placeholder.
   const WeightLayout L = weight_layout(module, {out, in}, spec, DType::kBF16, /*reading=*/true);
   expect(wv, L.weight_dtype, L.weight_shape);

@@ -152,6 +152,12 @@ PackOrder pack_order_of(const nlohmann::json& quantization_config);
 // Symmetric specs must have all-zero zero points (or none); the result then
 // has empty zero_points. Throws kNotFound for a missing tensor and
 // kInvalidInput for dtype/shape/value mismatches, naming the tensor.
+// The logical [out, in] of `module`'s quantized weight, from its stored
+// weight and weight_scale (4-bit codes are packed 8 per int32, fp4 2 per
+// byte, per-group int transposed). Throws like unpack_quantized_weight.
+std::pair<uint64_t, uint64_t> logical_weight_shape(const std::string& module, const quant::QuantSpec& spec,
+                                                   const TensorLookup& lookup);
+
 quant::QuantizedTensor unpack_quantized_weight(const std::string& module,
                                                const quant::QuantSpec& spec,
                                                const TensorLookup& lookup,

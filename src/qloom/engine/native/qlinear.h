@@ -18,7 +18,7 @@
 //     stay packed, dequantized in registers (w = (q - z) · s, or fp4 · 2^e)
 //     exactly as quant::dequantize computes them, fp32 activations, fp32 FMA.
 // The activation codes are computed exactly as quant::fake_quantize_activation
-// computes them (tests/export/native_act_quant_test.cpp holds both to it), so
+// computes them (each family's tests/engine/native_*_test.cpp holds it to that), so
 // native and simulate differ only in summation order and where the scales
 // are multiplied in.
 //
