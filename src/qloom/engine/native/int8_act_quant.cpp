@@ -139,32 +139,63 @@ QLOOM_I8Q_AVX512 inline __mmask16 tail_mask(int64_t left) {
 
 QLOOM_I8Q_AVX512 float row_amax_avx512(const float* x, int64_t n, bool* nonfinite) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
-  __m512i acc = _mm512_setzero_si512();
-  for (int64_t k = 0; k < n; k += 16) {
+  const __mmask16 all = 0xFFFF;
+  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                    _mm512_setzero_si512()};
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j)
+      acc[j] = _mm512_maskz_max_epu32(all, acc[j], _mm512_and_si512(_mm512_loadu_si512(x + k + 16 * j), abs_mask));
+  for (; k < n; k += 16) {
     const __m512i v = _mm512_maskz_loadu_epi32(tail_mask(n - k), x + k);
-    acc = _mm512_max_epu32(acc, _mm512_and_si512(v, abs_mask));
+    acc[0] = _mm512_maskz_max_epu32(all, acc[0], _mm512_and_si512(v, abs_mask));
   }
   alignas(64) uint32_t lanes[16];
-  _mm512_store_si512(lanes, acc);
+  _mm512_store_si512(lanes, _mm512_maskz_max_epu32(all, _mm512_maskz_max_epu32(all, acc[0], acc[1]),
+                                                   _mm512_maskz_max_epu32(all, acc[2], acc[3])));
   uint32_t bits = 0;
   for (uint32_t l : lanes) bits = std::max(bits, l);
   return amax_from_bits(bits, nonfinite);
 }
 
+// clamp(nearbyint(x * inv), -128, 127) as int32 lanes (those of m).
 // maskz forms throughout: GCC 12's unmasked forms read an undefined register
 // (-Wuninitialized), and masked tails need them anyway.
+QLOOM_I8Q_AVX512 inline __m512i codes16(__mmask16 m, __m512 v, __m512 inv) {
+  __m512 t = _mm512_maskz_mul_ps(m, v, inv);
+  t = _mm512_maskz_roundscale_ps(m, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  t = _mm512_maskz_min_ps(m, _mm512_maskz_max_ps(m, t, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+  return _mm512_maskz_cvtps_epi32(m, t);
+}
+
 QLOOM_I8Q_AVX512 bool quantize_row_avx512(const float* x, int64_t n, float inv, int8_t* codes) {
-  const __m512 vinv = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-128.0f), hi = _mm512_set1_ps(127.0f);
+  const __m512 vinv = _mm512_set1_ps(inv);
+  // After the two in-lane packs, 128-bit lane L holds dwords a_L b_L c_L d_L
+  // (four codes each): this gathers a0-3, b0-3, c0-3, d0-3.
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __mmask16 all = 0xFFFF;
   __mmask16 nan = 0;
-  for (int64_t k = 0; k < n; k += 16) {
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) {
+    __m512i q[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m512 v = _mm512_loadu_ps(x + k + 16 * j);
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      q[j] = codes16(all, v, vinv);
+    }
+    // In range already, so the saturating packs are exact.
+    const __mmask32 all16 = ~__mmask32{0};  // the packs' masks count int16 lanes
+    const __m512i ab = _mm512_maskz_packs_epi32(all16, q[0], q[1]), cd = _mm512_maskz_packs_epi32(all16, q[2], q[3]);
+    const __m512i abcd = _mm512_maskz_packs_epi16(~__mmask64{0}, ab, cd);
+    _mm512_storeu_si512(codes + k, _mm512_maskz_permutexvar_epi32(all, order, abcd));
+  }
+  for (; k < n; k += 16) {
     const __mmask16 m = tail_mask(n - k);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + k);
     nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
-    __m512 t = _mm512_maskz_mul_ps(m, v, vinv);
-    t = _mm512_maskz_roundscale_ps(m, t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    t = _mm512_maskz_min_ps(m, _mm512_maskz_max_ps(m, t, lo), hi);
-    const __m128i q = _mm512_maskz_cvtepi32_epi8(m, _mm512_maskz_cvtps_epi32(m, t));
-    _mm_mask_storeu_epi8(codes + k, m, q);
+    _mm_mask_storeu_epi8(codes + k, m, _mm512_maskz_cvtepi32_epi8(m, codes16(m, v, vinv)));
   }
   return nan != 0;
 }

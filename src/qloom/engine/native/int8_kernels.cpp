@@ -14,12 +14,12 @@
 namespace qloom::engine::native {
 
 void int8_tile_scalar(const Int8Tile& t) {
-  const int8_t* a = reinterpret_cast<const int8_t*>(t.act);
   const int width = t.nb * 16;  // outputs (4-byte groups) per quad
   for (int i = 0; i < t.mr; ++i) {
+    const int8_t* a = reinterpret_cast<const int8_t*>(t.act + i * t.act_ld);
     int32_t acc[kInt8PanelOuts] = {};
     for (int64_t q = 0; q < t.kq; ++q) {
-      const int8_t* aq = a + (q * t.mr + i) * 4;
+      const int8_t* aq = a + 4 * q;
       const int8_t* wq = t.w + q * width * 4;
       for (int j = 0; j < width; ++j)
         acc[j] += aq[0] * wq[4 * j] + aq[1] * wq[4 * j + 1] + aq[2] * wq[4 * j + 2] + aq[3] * wq[4 * j + 3];
@@ -40,7 +40,6 @@ namespace {
 // int16, is not used).
 template <int R, int G>
 QLOOM_I8K_AVX2 void avx2_chunk(const Int8Tile& t, int i0, int g0) {
-  const int8_t* a = reinterpret_cast<const int8_t*>(t.act);
   const int8_t* w = t.w + 16 * g0;
   const int64_t stride = int64_t{t.nb} * 64;
   __m256i acc[R][G];  // (#pragma GCC unroll keeps it in registers, as in the VNNI kernel)
@@ -53,7 +52,7 @@ QLOOM_I8K_AVX2 void avx2_chunk(const Int8Tile& t, int i0, int g0) {
 #pragma GCC unroll 2
     for (int r = 0; r < R; ++r) {
       int32_t quad;
-      std::memcpy(&quad, a + (q * t.mr + i0 + r) * 4, 4);
+      std::memcpy(&quad, t.act + (i0 + r) * t.act_ld + 4 * q, 4);
       b[r] = _mm256_cvtepi8_epi16(_mm_set1_epi32(quad));
     }
     const int8_t* wq = w + q * stride;

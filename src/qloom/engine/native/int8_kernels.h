@@ -16,12 +16,15 @@
 // q · nb · 64 + 4j + t. So a 64-byte line is one zmm for vpdpbusd: 16 outputs
 // x 4 consecutive k, one int32 lane per output.
 //
-// Activation layout (per call): rows in blocks of 8, block b starting at byte
-// b · 8 · kq · 4; a block of mr rows holds, for quad q, row i's four codes at
-// byte (q · mr + i) · 4 (one 4-byte broadcast per row and quad). Codes are
-// int8 for the scalar and AVX2 kernels; the VNNI kernel takes them as uint8
-// q_x + 128 (vpdpbusd multiplies u8 by s8) and subtracts wsum[j] =
-// 128 · Σ_k q_w[j, k] (computed at pack time).
+// Activation layout (per call): row r's codes at act + r · act_ld, k zero-
+// padded to whole quads. Codes are int8 for the scalar and AVX2 kernels; the
+// VNNI kernel takes them as uint8 q_x + 128 (vpdpbusd multiplies u8 by s8)
+// and subtracts wsum[j] = 128 · Σ_k q_w[j, k] (computed at pack time).
+//
+// K blocking (VNNI only): a call may cover one chunk of the quads, keeping
+// its int32 sums in `part` between chunks, so that the panel's chunk of W
+// stays in L1 while every row block passes over it. Integer sums, so the
+// result is the same.
 #pragma once
 
 #include <cstdint>
@@ -37,17 +40,22 @@ inline constexpr int kInt8PanelOuts = 16 * kInt8PanelBlocks;
 inline constexpr int64_t kInt8MaxIn = 65536;
 
 struct Int8Tile {
-  const uint8_t* act;    // the row block (layout above), mr rows
-  const int8_t* w;       // the panel (layout above), nb blocks
-  int64_t kq = 0;        // quads along k
-  int mr = 0, nb = 0;    // rows 1..8, blocks 1..kInt8PanelBlocks
-  int n = 0;             // outputs of the panel to write, 1..nb * 16
-  const float* sx;       // mr row scales
-  const float* sw;       // the panel's output scales (nb * 16, zero-padded)
-  const int32_t* wsum;   // the panel's 128 · Σ_k q_w (nb * 16), VNNI only
-  const float* bias;     // null, or the panel's n bias values
-  float* y;              // y[i * ldy + j] for i < mr, j < n
+  const uint8_t* act = nullptr;  // row i's quads at act + i · act_ld (layout above)
+  int64_t act_ld = 0;
+  const int8_t* w = nullptr;     // the panel's quads (layout above), nb blocks
+  int64_t kq = 0;                // quads along k in this call
+  int mr = 0, nb = 0;            // rows 1..8, blocks 1..kInt8PanelBlocks
+  int n = 0;                     // outputs of the panel to write, 1..nb * 16
+  const float* sx = nullptr;     // mr row scales
+  const float* sw = nullptr;     // the panel's output scales (nb * 16, zero-padded)
+  const int32_t* wsum = nullptr; // the panel's 128 · Σ_k q_w (nb * 16), VNNI only
+  const float* bias = nullptr;   // null, or the panel's n bias values
+  float* y = nullptr;            // y[i * ldy + j] for i < mr, j < n
   int64_t ldy = 0;
+  // VNNI k blocking: with `part` set, sums start from part[i * kInt8PanelOuts
+  // + j] unless `first`, and go back there instead of to y unless `last`.
+  int32_t* part = nullptr;
+  bool first = true, last = true;
 };
 
 // The epilogue, shared by every kernel and run_ref (vector forms apply the

@@ -6,7 +6,8 @@
 // (q_x + 128); vpdpbusd adds the four u8 x s8 products into each output's
 // int32 lane. The epilogue subtracts wsum = 128 · Σ_k q_w, converts and scales
 // with maskz (builtin, never contracted to FMA) operations in int8_epilogue's
-// order.
+// order. (#pragma GCC unroll everywhere: without it GCC 12 keeps the
+// accumulator array in memory and copies it every iteration.)
 #include "qloom/engine/native/int8_kernels.h"
 
 #if defined(__x86_64__)
@@ -37,25 +38,27 @@ QLOOM_I8K_VNNI inline void store_block(const Int8Tile& t, int i, int j, __m512i 
   _mm512_mask_storeu_ps(t.y + i * t.ldy + 16 * j, m, v);
 }
 
-// (#pragma GCC unroll: without it GCC 12 keeps the accumulator array in
-// memory and copies it every iteration.)
 template <int MR, int NB>
 QLOOM_I8K_VNNI void vnni_tile(const Int8Tile& t) {
+  const bool resume = t.part && !t.first, pause = t.part && !t.last;
   __m512i acc[MR][NB];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
-    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_si512();
-  const uint8_t* a = t.act;
+    for (int j = 0; j < NB; ++j)
+      acc[i][j] = resume ? _mm512_loadu_si512(t.part + i * kInt8PanelOuts + 16 * j) : _mm512_setzero_si512();
+  const uint8_t* a[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) a[i] = t.act + i * t.act_ld;
   const int8_t* w = t.w;
-  for (int64_t q = 0; q < t.kq; ++q, a += 4 * MR, w += 64 * NB) {
+  for (int64_t q = 0; q < t.kq; ++q, w += 64 * NB) {
     __m512i wv[NB];
 #pragma GCC unroll 3
     for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_si512(w + 64 * j);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       int32_t quad;
-      std::memcpy(&quad, a + 4 * i, 4);
+      std::memcpy(&quad, a[i] + 4 * q, 4);
       const __m512i b = _mm512_set1_epi32(quad);
 #pragma GCC unroll 3
       for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], b, wv[j]);
@@ -64,7 +67,13 @@ QLOOM_I8K_VNNI void vnni_tile(const Int8Tile& t) {
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
-    for (int j = 0; j < NB; ++j) store_block(t, i, j, acc[i][j]);
+    for (int j = 0; j < NB; ++j) {
+      if (pause) {
+        _mm512_storeu_si512(t.part + i * kInt8PanelOuts + 16 * j, acc[i][j]);
+      } else {
+        store_block(t, i, j, acc[i][j]);
+      }
+    }
 }
 
 using TileFn = void (*)(const Int8Tile&);

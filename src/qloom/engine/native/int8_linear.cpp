@@ -4,10 +4,12 @@
 //
 // run(x, rows):
 //  1. Quantize every row once (parallel over blocks of 8 rows) into the
-//     calling thread's scratch, in the tile layout of int8_kernels.h, with
+//     calling thread's scratch, in the layout of int8_kernels.h, with
 //     exactly simulate's codes and scales (int8_act_quant.h).
 //  2. Tiles of 8 rows x 48 outputs (int8_kernels.h), parallel over output
 //     panels: decode (one row) splits its outputs over every thread too.
+//     VNNI walks k in chunks of kKChunkQuads so a panel's chunk of W stays
+//     in L1 while all row blocks pass over it.
 //     Per output: y = ((float)Σ_k q_x q_w · s_x[row]) · s_w[o] (+ bias[o]),
 //     integer sums exact, the three float operations in that order: so run()
 //     and run_ref() agree bit for bit on every ISA and thread count.
@@ -40,6 +42,9 @@ namespace {
 // tiles, activation elements for the quantization.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 17;
 constexpr int64_t kMinParallelQuant = int64_t{1} << 15;
+// VNNI k chunks: at most 160 quads (640 k: 30 KiB of a 48-output panel; L1
+// is 32-48 KiB), as equal as possible (no short last chunk).
+constexpr int64_t kKChunkQuads = 160;
 
 constexpr uint8_t kRowNan = 1;        // the row holds a NaN
 constexpr uint8_t kRowNonFinite = 2;  // the row holds a NaN or an inf
@@ -50,8 +55,9 @@ struct alignas(64) Line {
   int8_t b[64];
 };
 
-// The calling thread's per-call activation codes, scales and row flags
-// (grow-only: no allocation once warm). Workers write distinct rows of it.
+// The calling thread's per-call activation codes ([rows, kq · 4]), scales
+// and row flags (grow-only: no allocation once warm). Workers write distinct
+// rows of it.
 struct ActScratch {
   std::vector<uint8_t> codes;
   std::vector<float> sx;
@@ -60,8 +66,7 @@ struct ActScratch {
 
 ActScratch& act_scratch(int64_t rows, int64_t kq) {
   thread_local ActScratch s;
-  const size_t blocks = static_cast<size_t>((rows + kInt8RowBlock - 1) / kInt8RowBlock);
-  const size_t bytes = blocks * kInt8RowBlock * static_cast<size_t>(kq) * 4;
+  const size_t bytes = static_cast<size_t>(rows * kq * 4);
   if (s.codes.size() < bytes) s.codes.resize(bytes);
   if (s.sx.size() < static_cast<size_t>(rows)) {
     s.sx.resize(static_cast<size_t>(rows));
@@ -70,11 +75,31 @@ ActScratch& act_scratch(int64_t rows, int64_t kq) {
   return s;
 }
 
-// One row's contiguous codes (padded to whole quads), per thread.
+// One row of W's codes, per thread.
 int8_t* row_codes(int64_t bytes) {
   thread_local std::vector<int8_t> buf;
   if (buf.size() < static_cast<size_t>(bytes)) buf.resize(static_cast<size_t>(bytes));
   return buf.data();
+}
+
+// VNNI k-blocking sums of one panel, [rows rounded up to 8, 48], per thread.
+int32_t* part_sums(int64_t rows) {
+  thread_local std::vector<int32_t> buf;
+  const size_t n = static_cast<size_t>((rows + kInt8RowBlock) * kInt8PanelOuts);
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+// Code bytes q -> q + 128 (the VNNI kernel's u8 activations): flip the top bit.
+void flip_top_bits(uint8_t* p, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    v ^= 0x8080808080808080ull;
+    std::memcpy(p + i, &v, 8);
+  }
+  for (; i < n; ++i) p[i] ^= 0x80u;
 }
 
 // One row of W as floats, per thread (the non-finite fallback).
@@ -186,17 +211,16 @@ std::vector<float> Int8Linear::dequantize() const {
   return w;
 }
 
-// Rows [8b, 8b + mr) of x: scale, flags and codes into s (the tile layout;
-// the VNNI kernel takes q + 128, i.e. the code's byte with its top bit flipped).
+// Rows [8b, 8b + mr) of x: scale, flags and codes into s (zero-padded to
+// whole quads; the VNNI kernel takes q + 128, the code's byte with its top
+// bit flipped).
 void Int8Linear::quantize_block(const float* x, int64_t rows, int64_t b, ActScratch& s) const {
   const int64_t r0 = b * kInt8RowBlock;
   const int64_t mr = std::min<int64_t>(kInt8RowBlock, rows - r0);
-  int8_t* tmp = row_codes(kq_ * 4);
-  std::fill(tmp + in_, tmp + kq_ * 4, int8_t{0});
-  uint8_t* dst = s.codes.data() + r0 * kq_ * 4;
-  const uint32_t flip = kernel_ == Kernel::kVnni ? 0x80808080u : 0u;
-  for (int64_t i = 0; i < mr; ++i) {
-    const float* xr = x + (r0 + i) * in_;
+  const int64_t ld = kq_ * 4;
+  for (int64_t r = r0; r < r0 + mr; ++r) {
+    const float* xr = x + r * in_;
+    uint8_t* codes = s.codes.data() + r * ld;
     float scale = act_scale_, inv = act_inv_;
     uint8_t flags = 0;
     if (dynamic()) {
@@ -205,42 +229,47 @@ void Int8Linear::quantize_block(const float* x, int64_t rows, int64_t b, ActScra
       inv = 1.0f / scale;
       if (bad) flags |= kRowNonFinite;
     }
-    if (int8_quantize_row(quant_isa_, xr, in_, inv, tmp)) flags |= kRowNan | kRowNonFinite;
-    s.sx[static_cast<size_t>(r0 + i)] = scale;
-    s.flags[static_cast<size_t>(r0 + i)] = flags;
-    for (int64_t q = 0; q < kq_; ++q) {
-      uint32_t v;
-      std::memcpy(&v, tmp + 4 * q, 4);
-      v ^= flip;
-      std::memcpy(dst + (q * mr + i) * 4, &v, 4);
-    }
+    if (int8_quantize_row(quant_isa_, xr, in_, inv, reinterpret_cast<int8_t*>(codes))) flags |= kRowNan | kRowNonFinite;
+    std::fill(codes + in_, codes + ld, uint8_t{0});
+    if (kernel_ == Kernel::kVnni) flip_top_bits(codes, ld);
+    s.sx[static_cast<size_t>(r)] = scale;
+    s.flags[static_cast<size_t>(r)] = flags;
   }
 }
 
-// Output panels [p0, p1) for all rows: panel-major, so a panel's W stays in
-// cache while the row blocks stream past it.
+// Output panels [p0, p1) for all rows: panel-major (and, VNNI, k-chunk
+// major), so a panel's W stays in cache while the row blocks stream past.
 void Int8Linear::tiles(int64_t rows, const ActScratch& s, const float* bias, float* y, int64_t p0,
                        int64_t p1) const {
   void (*tile)(const Int8Tile&) = kernel_ == Kernel::kVnni   ? int8_tile_avx512_vnni
                                   : kernel_ == Kernel::kAvx2 ? int8_tile_avx2
                                                              : int8_tile_scalar;
+  const int64_t chunks = kernel_ == Kernel::kVnni ? (kq_ + kKChunkQuads - 1) / kKChunkQuads : 1;
+  const int64_t chunk = (kq_ + chunks - 1) / chunks;
+  int32_t* part = chunk < kq_ ? part_sums(rows) : nullptr;
+  Int8Tile t;
+  t.act_ld = kq_ * 4;
+  t.ldy = out_;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t o0 = p * kInt8PanelOuts;
-    Int8Tile t;
-    t.w = panel(p);
-    t.kq = kq_;
     t.nb = panel_blocks(p);
     t.n = static_cast<int>(std::min<int64_t>(kInt8PanelOuts, out_ - o0));
     t.sw = sw_.data() + o0;
     t.wsum = wsum_.data() + o0;
     t.bias = bias ? bias + o0 : nullptr;
-    t.ldy = out_;
-    for (int64_t r0 = 0; r0 < rows; r0 += kInt8RowBlock) {
-      t.act = s.codes.data() + r0 * kq_ * 4;
-      t.mr = static_cast<int>(std::min<int64_t>(kInt8RowBlock, rows - r0));
-      t.sx = s.sx.data() + r0;
-      t.y = y + r0 * out_ + o0;
-      tile(t);
+    for (int64_t c0 = 0; c0 < kq_; c0 += chunk) {
+      t.kq = std::min(chunk, kq_ - c0);
+      t.w = panel(p) + c0 * t.nb * 64;
+      t.first = c0 == 0;
+      t.last = c0 + t.kq == kq_;
+      for (int64_t r0 = 0; r0 < rows; r0 += kInt8RowBlock) {
+        t.act = s.codes.data() + r0 * t.act_ld + c0 * 4;
+        t.mr = static_cast<int>(std::min<int64_t>(kInt8RowBlock, rows - r0));
+        t.sx = s.sx.data() + r0;
+        t.y = y + r0 * out_ + o0;
+        t.part = part ? part + r0 * kInt8PanelOuts : nullptr;
+        tile(t);
+      }
     }
   }
 }
