@@ -277,6 +277,23 @@ TEST(NativeInt8Test, RunMatchesRefBitwise) {
   }
 }
 
+// The engine reaches the kernel through linear() / linear_ref() (gemm.cpp).
+TEST(NativeInt8Test, RunsThroughLinear) {
+  std::mt19937 rng(11);
+  LinearWeight w;
+  w.native = make_quant_linear(random_data(70, 90, QActFormat::kInt8PerToken, true, rng));
+  w.out = 70;
+  w.in = 90;
+  w.bias = random_bias(70, rng);
+  const std::vector<float> x = random_x(20, 90, rng);
+  std::vector<float> y(20 * 70), ref(20 * 70);
+  ThreadPool pool(2);
+  linear(x.data(), 20, w, y.data(), pool);
+  linear_ref(x.data(), 20, w, ref.data());
+  expect_same(y, run_native(*w.native, x, 20, w.bias, 2), "linear()");
+  expect_same(ref, run_reference(*w.native, x, 20, w.bias), "linear_ref()");
+}
+
 TEST(NativeInt8Test, KernelNameFollowsIsa) {
   std::mt19937 rng(3);
   const auto q = make_quant_linear(random_data(4, 8, QActFormat::kInt8PerToken, false, rng));
@@ -604,6 +621,7 @@ TEST(NativeInt8Test, DISABLED_Speed) {
 TEST(NativeInt8Test, CappedIsaSubprocesses) {
   test::expect_passes_under_isa_caps(
       "NativeInt8Test.ActCodesMatchSimulate:NativeInt8Test.RunMatchesRefBitwise:NativeInt8Test.KernelNameFollowsIsa:"
+      "NativeInt8Test.RunsThroughLinear:"
       "NativeInt8Test.SaturatedCodesAndZeros:NativeInt8Test.MatchesSimulate:NativeInt8Test.NonFiniteStatic:"
       "NativeInt8Test.NonFiniteDynamicSkipsQuantization");
 }
