@@ -134,10 +134,10 @@ class Int8Linear final : public QuantLinear {
   const int8_t* panel(int64_t p) const {
     return reinterpret_cast<const int8_t*>(packed_.data()) + panel_offset(p);
   }
-  // Byte offset of (output o, k) in the packed layout.
-  int64_t offset_of(int64_t o, int64_t k) const {
-    const int64_t p = o / kInt8PanelOuts, j = o % kInt8PanelOuts;
-    return panel_offset(p) + (k / 4) * panel_blocks(p) * 64 + 4 * j + k % 4;
+  // Byte offset of (output o, k = 0) in the packed layout; k = 4q + t is at
+  // + q · panel_blocks · 64 + t.
+  int64_t row_offset(int64_t o) const {
+    return panel_offset(o / kInt8PanelOuts) + 4 * (o % kInt8PanelOuts);
   }
   void pack(const QuantLinearData& d);
   void unpack_row(int64_t o, int8_t* dst) const;
@@ -171,12 +171,14 @@ void Int8Linear::pack(const QuantLinearData& d) {
   packed_.assign(static_cast<size_t>(blocks_ * kq_), Line{});
   sw_.assign(static_cast<size_t>(blocks_ * 16), 0.0f);
   wsum_.assign(static_cast<size_t>(blocks_ * 16), 0);
-  int8_t* dst = reinterpret_cast<int8_t*>(packed_.data());
+  int8_t* packed = reinterpret_cast<int8_t*>(packed_.data());
   for (int64_t o = 0; o < out_; ++o) {
     const int8_t* src = reinterpret_cast<const int8_t*>(d.codes.data()) + o * in_;
+    int8_t* dst = packed + row_offset(o);
+    const int64_t stride = int64_t{panel_blocks(o / kInt8PanelOuts)} * 64;
     int32_t sum = 0;
     for (int64_t k = 0; k < in_; ++k) {
-      dst[offset_of(o, k)] = src[k];
+      dst[(k / 4) * stride + k % 4] = src[k];
       sum += src[k];
     }
     wsum_[static_cast<size_t>(o)] = 128 * sum;
@@ -185,9 +187,8 @@ void Int8Linear::pack(const QuantLinearData& d) {
 }
 
 void Int8Linear::unpack_row(int64_t o, int8_t* dst) const {
-  const int64_t p = o / kInt8PanelOuts, j = o % kInt8PanelOuts;
-  const int8_t* src = panel(p) + 4 * j;
-  const int64_t stride = int64_t{panel_blocks(p)} * 64;
+  const int8_t* src = reinterpret_cast<const int8_t*>(packed_.data()) + row_offset(o);
+  const int64_t stride = int64_t{panel_blocks(o / kInt8PanelOuts)} * 64;
   for (int64_t k = 0; k < in_; ++k) dst[k] = src[(k / 4) * stride + k % 4];
 }
 
