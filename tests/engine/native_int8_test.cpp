@@ -180,6 +180,9 @@ std::vector<std::vector<float>> adversarial_rows(std::mt19937& rng) {
     std::vector<float> pm(static_cast<size_t>(n));  // ±amax: the extreme codes
     for (int64_t k = 0; k < n; ++k) pm[static_cast<size_t>(k)] = k % 2 ? -2.75f : 2.75f;
     rows.push_back(pm);
+    std::vector<float> huge = random_x(1, n, rng);  // near FLT_MAX: scale 2.4e36
+    huge[0] = -3e38f;
+    rows.push_back(huge);
   }
   // amax 127.5 gives scale 1 exactly, so these are exact ties x / s = m + 0.5.
   rows.push_back({127.5f, -127.5f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 126.5f, -126.5f, 3.5f, -2.5f, 64.5f, 0.0f,
@@ -212,7 +215,7 @@ TEST(NativeInt8Test, ActCodesMatchSimulate) {
       std::vector<float> fq = x;
       fake_quant(QActFormat::kInt8PerToken, 0, fq, 1, n);
       for (int64_t k = 0; k < n; ++k) ASSERT_TRUE(same(fq[k], static_cast<float>(codes[k]) * scale)) << k;
-      // Static, several scales, with ±inf / huge / NaN mixed in.
+      // Static, several scales, with ±inf and ±huge appended.
       std::vector<float> xs = x;
       xs.push_back(kInf);
       xs.push_back(-kInf);
@@ -232,18 +235,26 @@ TEST(NativeInt8Test, ActCodesMatchSimulate) {
         EXPECT_EQ(sc[static_cast<size_t>(m - 3)], -128);
       }
     }
-    // NaN / inf detection.
-    std::vector<float> x = random_x(1, 37, rng);
-    x[20] = kNan;
-    bool bad = false;
-    int8_row_amax(isa, x.data(), 37, &bad);
-    EXPECT_TRUE(bad);
-    std::vector<int8_t> c(37);
-    EXPECT_TRUE(int8_quantize_row(isa, x.data(), 37, 1.0f, c.data()));
-    x[20] = -kInf;
-    int8_row_amax(isa, x.data(), 37, &bad);
-    EXPECT_TRUE(bad);
-    EXPECT_FALSE(int8_quantize_row(isa, x.data(), 37, 1.0f, c.data()));
+    // NaN / inf detection, in the SIMD body (k < 192) and in the tail.
+    for (int64_t at : {5, 70, 199}) {
+      std::vector<float> x = random_x(1, 200, rng);
+      for (float v : {kNan, kInf, -kInf}) {
+        x[static_cast<size_t>(at)] = v;
+        bool bad = false;
+        int8_row_amax(isa, x.data(), 200, &bad);
+        EXPECT_TRUE(bad) << at;
+        std::vector<int8_t> c(200), r(200);
+        EXPECT_EQ(int8_quantize_row(isa, x.data(), 200, 3.0f, c.data()), std::isnan(v)) << at;
+        native::int8_quantize_row_ref(x.data(), 200, 3.0f, r.data());
+        std::vector<float> sq = x;
+        fake_quant(QActFormat::kInt8PerTensor, 1.0f / 3.0f, sq, 1, 200);
+        for (int64_t k = 0; k < 200; ++k) {
+          if (k == at && std::isnan(v)) continue;  // its code is unspecified; simulate keeps the NaN
+          EXPECT_EQ(c[static_cast<size_t>(k)], r[static_cast<size_t>(k)]) << k;
+        }
+        EXPECT_EQ(std::isnan(sq[static_cast<size_t>(at)]), std::isnan(v));
+      }
+    }
   }
 }
 
