@@ -17,6 +17,12 @@
 //   native_bench --model DIR [--runtime native|simulate] [--compute f32|bf16]
 //                [--weights auto|f32|bf16] [--threads N] [--pp 512] [--tg 128]
 //                [--tg_prompt 0] [--repeats 3] [--label NAME] [--format NAME]
+//                [--allow_fallback 0|1]
+//
+// --runtime native on a Quark checkpoint of which no linear landed on a
+// native kernel (the runtime fell back to simulate for every one) is an
+// error unless --allow_fallback 1: its figures would be simulate's under the
+// name native. The "load" line says how many linears run natively.
 //
 // Output: one JSON object per line on stdout (machine-readable; see
 // emit()): a "load" line, then one line per test; on a load or run error a
@@ -32,6 +38,7 @@
 #include <cstdlib>
 #include <exception>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,13 +58,14 @@ struct Args {
   unsigned threads = 2;
   int64_t pp = 512, tg = 128, tg_prompt = 0;
   int repeats = 3;
+  bool allow_fallback = false;
 };
 
 int usage() {
   std::fprintf(stderr,
                "usage: native_bench --model DIR [--runtime native|simulate] [--compute f32|bf16] "
                "[--weights auto|f32|bf16] [--threads N] [--pp N] [--tg N] [--tg_prompt N] [--repeats N] "
-               "[--label NAME] [--format NAME]\n");
+               "[--label NAME] [--format NAME] [--allow_fallback 0|1]\n");
   return 2;
 }
 
@@ -77,6 +85,7 @@ bool parse(int argc, char** argv, Args& a) {
     else if (k == "--repeats") a.repeats = std::max(1, std::atoi(v));
     else if (k == "--label") a.label = v;
     else if (k == "--format") a.format = v;
+    else if (k == "--allow_fallback") a.allow_fallback = std::atoi(v) != 0;
     else return false;
   }
   if (a.label.empty()) a.label = a.model;
@@ -180,11 +189,21 @@ std::vector<double> timed(int repeats, F once) {
   return s;
 }
 
+// Throws when the native runtime ran none of a Quark checkpoint's linears.
+void check_native(const Args& a, const qloom::exporter::LoadedModel& lm) {
+  const bool quark = lm.dir->config().contains("quantization_config") &&
+                     !lm.dir->config()["quantization_config"].is_null();
+  if (a.allow_fallback || lm.runtime.runtime != Runtime::kNative || !quark || lm.runtime.native_linears > 0) return;
+  throw std::runtime_error("no linear runs on a native kernel, all fell back to simulate (" +
+                           lm.runtime.description + "); --allow_fallback 1 measures it anyway");
+}
+
 int run(const Args& a) {
   const Runtime rt = qloom::exporter::parse_runtime(a.runtime);
   const auto t0 = Clock::now();
   qloom::exporter::LoadedModel lm = qloom::exporter::load_for_eval(a.model, load_options(a), rt);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  check_native(a, lm);
   qloom::engine::Model& m = *lm.model;
   const auto& c = m.config();
   const bool fp8_kv = !lm.runtime.kv_cache_fp8_scales.empty();

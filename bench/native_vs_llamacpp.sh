@@ -215,18 +215,15 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
     for j in lines(path):
         if "error" in j:
             r["err"] = j["error"]
-        elif tool == "llama.cpp" or tool == "llama":
-            pass
-        if tool == "llama":
+        elif tool == "llama":
             if j.get("n_prompt") == pp and j.get("n_gen") == 0: r["pp"] = (j["avg_ts"], j["stddev_ts"])
             if j.get("n_prompt") == 0 and j.get("n_gen") == tg: r["tg"] = (j["avg_ts"], j["stddev_ts"])
             r["kv"] = llama_kv(model)
-        else:
-            if j.get("test") == f"pp{pp}": r["pp"] = (j["tps_mean"], j["tps_std"])
-            if j.get("test") == f"tg{tg}": r["tg"] = (j["tps_mean"], j["tps_std"])
-            if j.get("test") == "load":
-                r["kv"] = j["kv_bytes_per_token"] or j["kv_bytes_per_token_formula"]
-                r["kv_cache"] = j.get("kv_cache", "")
+        elif j.get("test") == f"pp{pp}": r["pp"] = (j["tps_mean"], j["tps_std"])
+        elif j.get("test") == f"tg{tg}": r["tg"] = (j["tps_mean"], j["tps_std"])
+        elif j.get("test") == "load":
+            r["kv"] = j["kv_bytes_per_token"] or j["kv_bytes_per_token_formula"]
+            r["kv_cache"], r["native"] = j.get("kv_cache", ""), j.get("native_linears", 0)
     rows.setdefault((model, threads), []).append(r)
 
 def fmt_tps(v):
@@ -245,9 +242,11 @@ for (model, threads) in sorted(rows, key=lambda k: (k[0] != "smollm2", k)):
     for r in group:
         eng = "llama.cpp" if r["tool"] == "llama" else f"qloom {r['runtime']}"
         if r["fmt"] in ("fp32", "bf16"): eng = "qloom"
+        elif r["runtime"] == "native" and "native" in r: eng += f" ({r['native']} native linears)"
         if r["err"] and r["pp"] is None and r["tg"] is None:
-            msg = " ".join(str(r["err"]).split())[:160]
-            if r["tool"] == "qloom": msg = "native runtime not available: " + msg if r["runtime"] == "native" or r["fmt"] in ("fp32", "bf16") else "failed: " + msg
+            msg = " ".join(str(r["err"]).split())[:200]
+            if r["tool"] == "qloom":
+                msg = ("native runtime not available: " if r["runtime"] == "native" else "failed: ") + msg
             print(f"| {model} | {threads} | {r['fmt']} | {eng} | {msg} | | | | | | {r['load']} |")
             continue
         ref = llama.get(PAIR.get(r["fmt"], ""))
