@@ -125,13 +125,12 @@ size_t heap_bytes() {
 // lazily (nothing to measure at creation).
 double kv_bytes_measured(const qloom::engine::Model& m) {
   constexpr int64_t c = 1024;
-  const size_t h0 = heap_bytes();
+  const double h0 = static_cast<double>(heap_bytes());
   auto small = m.new_cache(c);
-  const size_t h1 = heap_bytes();
+  const double h1 = static_cast<double>(heap_bytes());
   auto large = m.new_cache(2 * c);
-  const size_t h2 = heap_bytes();
-  const double d = (static_cast<double>(h2) - static_cast<double>(h1)) - (static_cast<double>(h1) - static_cast<double>(h0));
-  return std::max(0.0, d / static_cast<double>(c));
+  const double h2 = static_cast<double>(heap_bytes());
+  return std::max(0.0, ((h2 - h1) - (h1 - h0)) / static_cast<double>(c));
 }
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
@@ -219,7 +218,8 @@ int run(const Args& a) {
   const std::vector<int32_t> gen = random_tokens(a.tg, c.vocab_size, 4242);
   auto cache = m.new_cache(std::max<int64_t>({a.pp, a.tg_prompt + a.tg, 1}));
   if (a.pp > 0)
-    emit(test_line(a, "pp" + std::to_string(a.pp), a.pp, timed(a.repeats, [&] { return run_pp(m, *cache, pp_tokens); })));
+    emit(test_line(a, "pp" + std::to_string(a.pp), a.pp,
+                   timed(a.repeats, [&] { return run_pp(m, *cache, pp_tokens); })));
   if (a.tg > 0)
     emit(test_line(a, "tg" + std::to_string(a.tg), a.tg,
                    timed(a.repeats, [&] { return run_tg(m, *cache, prompt, gen); })));

@@ -28,6 +28,7 @@
 #
 #   bench/native_vs_llamacpp.sh prepare   # models, GGUFs, Quark checkpoints
 #   bench/native_vs_llamacpp.sh [run]     # the table (markdown on stdout)
+#   bench/native_vs_llamacpp.sh table OUT # the table again from a run's raw files
 #
 # Environment (defaults in brackets):
 #   QLOOM_BUILD  qloom build dir: run needs bench/native_bench (target native_bench),
@@ -53,7 +54,19 @@
 # intermediate 5632, 32 heads, 4 kv heads, vocab 49152 with SmolLM2's
 # tokenizer, untied lm_head: 0.91 B parameters).
 # Calibrated schemes (fp8, int8: static activation scales) calibrate on 16 x
-# 128 tokens: the scales' quality does not matter for speed.
+# 128 tokens: the scales' quality does not matter for speed. prepare takes ~6
+# min on 2 shared cores (9 GB of files), run ~15 min for smollm2 (REPS=5) and
+# ~30 min for llama1b (REPS=2).
+#
+# First run (2 shared Zen 4 cores, load 2.2-6.2; llama.cpp 0c1e57098, its
+# -DGGML_NATIVE=ON OpenMP CPU build): t/s best of the runs, threads 1 / 2.
+#   llama1b pp512   llama.cpp F32 48 / 115, BF16 108 / 239, Q8_0 71 / 68,
+#                   Q4_0 124 / 297, Q4_K_M 74 / 210; qloom fp32 111 / 101
+#   llama1b tg128   llama.cpp F32 6.9 / 11.2, BF16 13.7 / 18.2, Q8_0 21.4 / 39.9,
+#                   Q4_0 34.6 / 55.7, Q4_K_M 31.9 / 63.3; qloom fp32 6.6 / 9.4
+# The native runtime had no kernels yet (every native row "not available");
+# simulate rows ran the dequantized fp32 weights. Figures under load are
+# noisy (llama.cpp 2-thread medians down to 1/20 of the best): rerun quiet.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-run}
@@ -188,7 +201,7 @@ run() {
       echo "done $m threads $t ($((SECONDS - t0)) s so far, load $(loadavg))" >&2
     done
   done
-  echo "llama.cpp: $(llama_commit); llama-bench -p $PP -n $TG -r $REPS ${LLAMA_ARGS:-}; native_bench --repeats $REPS;" \
+  echo "llama.cpp: $(llama_commit); llama-bench -p $PP -n $TG -r $REPS${LLAMA_ARGS:+ $LLAMA_ARGS}; native_bench --repeats $REPS;" \
     "runtimes: $RUNTIMES; quantized compute: $QUANT_COMPUTE; t/s: $STAT of the runs (median in brackets);" \
     "total $((SECONDS - t0)) s; raw: $OUT"
   echo
@@ -285,5 +298,6 @@ PY
 case $mode in
   prepare) prepare ;;
   run) run ;;
-  *) echo "usage: $0 [prepare|run]" >&2; exit 2 ;;
+  table) table "${2:?usage: $0 table OUT_DIR}" "$MODELS" "$PP" "$TG" "$STAT" ;;
+  *) echo "usage: $0 [prepare|run|table OUT_DIR]" >&2; exit 2 ;;
 esac
