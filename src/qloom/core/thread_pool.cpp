@@ -1,7 +1,9 @@
 #include "qloom/core/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cfenv>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -11,7 +13,31 @@
 namespace qloom {
 namespace {
 thread_local bool t_inside_pool_body = false;
+
+// How long a worker that ran out of work (and a caller waiting for the last
+// chunk) polls before it blocks on the condition variable. A decode step
+// issues a parallel_for every few microseconds; waking a blocked thread
+// takes tens of microseconds, so without the poll the caller ran most
+// chunks itself and two threads decoded slower than one.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
 }
+
+// Polls `ready` for up to kSpin; true when it became true.
+template <class F>
+bool spin_until(F&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+}  // namespace
 
 struct ThreadPool::Impl {
   unsigned threads = 1;
@@ -24,6 +50,11 @@ struct ThreadPool::Impl {
   int64_t next_chunk = 0, chunks_done = 0;
   uint64_t generation = 0;
   bool stop = false;
+  // Mirrors of generation / stop / chunks_done (written under `mu`) that
+  // threads poll without the lock before blocking.
+  std::atomic<uint64_t> published{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> done_count{0};
   std::exception_ptr error;
   // The caller's floating-point environment (rounding mode, MXCSR's
   // flush-to-zero / denormals-are-zero): workers run every chunk under it, so
@@ -50,7 +81,8 @@ struct ThreadPool::Impl {
       if (worker) std::fesetenv(&own_env);
       lock.lock();
       if (err && !error) error = err;
-      if (++chunks_done == num_chunks) done_cv.notify_all();
+      done_count.store(++chunks_done, std::memory_order_release);
+      if (chunks_done == num_chunks) done_cv.notify_all();
     }
   }
 
@@ -58,6 +90,13 @@ struct ThreadPool::Impl {
     std::unique_lock<std::mutex> lock(mu);
     uint64_t seen = 0;
     for (;;) {
+      if (!stop && generation == seen) {
+        lock.unlock();
+        spin_until([&] {
+          return published.load(std::memory_order_acquire) != seen || stopping.load(std::memory_order_relaxed);
+        });
+        lock.lock();
+      }
       work_cv.wait(lock, [&] { return stop || generation != seen; });
       if (stop) return;
       seen = generation;
@@ -76,6 +115,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stop = true;
+    impl_->stopping.store(true);
   }
   impl_->work_cv.notify_all();
   for (auto& t : impl_->workers) t.join();
@@ -99,11 +139,19 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   impl_->num_chunks = (n + impl_->chunk - 1) / impl_->chunk;
   impl_->next_chunk = 0;
   impl_->chunks_done = 0;
+  impl_->done_count.store(0, std::memory_order_relaxed);
   impl_->error = nullptr;
   std::fegetenv(&impl_->env);
   ++impl_->generation;
+  impl_->published.store(impl_->generation, std::memory_order_release);
   impl_->work_cv.notify_all();
   impl_->run_chunks(lock, false);
+  if (impl_->chunks_done != impl_->num_chunks) {
+    const int64_t total = impl_->num_chunks;
+    lock.unlock();
+    spin_until([&] { return impl_->done_count.load(std::memory_order_acquire) == total; });
+    lock.lock();
+  }
   impl_->done_cv.wait(lock, [&] { return impl_->chunks_done == impl_->num_chunks; });
   impl_->body = nullptr;
   if (impl_->error) {
