@@ -5,7 +5,11 @@
 // one-thread pool computes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cfenv>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
 #include <cstring>
 #include <vector>
 
@@ -47,6 +51,41 @@ TEST(ThreadPool, WorkersRunUnderTheCallersFpEnvironment) {
   ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
   EXPECT_NE(0, std::memcmp(want.data(), plain.data(), want.size() * sizeof(float)));  // the env mattered
   EXPECT_EQ(0, std::memcmp(compute(three).data(), plain.data(), plain.size() * sizeof(float)));  // and is undone
+}
+
+}  // namespace
+}  // namespace qloom
+
+namespace qloom {
+namespace {
+
+// Back-to-back jobs (the polling path: workers never block between them) and
+// jobs after the workers blocked (a pause longer than the poll): every index
+// is covered exactly once, every time.
+TEST(ThreadPool, BackToBackAndAfterIdleJobsCoverEveryIndexOnce) {
+  for (unsigned threads : {2u, 3u}) {
+    ThreadPool pool(threads);
+    std::vector<std::atomic<int>> hits(1000);
+    for (int round = 0; round < 2000; ++round) {
+      if (round % 500 == 499) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const int64_t n = 1 + round % 997;
+      for (int64_t i = 0; i < n; ++i) hits[size_t(i)].store(0);
+      pool.parallel_for(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[size_t(i)].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "round " << round << " index " << i;
+    }
+  }
+}
+
+TEST(ThreadPool, ExceptionsReachTheCallerAndThePoolStaysUsable) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.parallel_for(100, [](int64_t b, int64_t) {
+    if (b > 0) throw std::runtime_error("chunk failed");
+  }), std::runtime_error);
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(100, [&](int64_t b, int64_t e) { sum += e - b; });
+  EXPECT_EQ(sum.load(), 100);
 }
 
 }  // namespace
