@@ -8,6 +8,7 @@
 #if defined(__x86_64__)
 
 #include "qloom/core/x86_intrinsics.h"
+#include "qloom/engine/gemm_hsum.h"
 
 #define QLOOM_GEMM_TARGET __attribute__((target("avx2,f16c,fma")))
 
@@ -34,12 +35,7 @@ struct V {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
   // The canonical tree's last steps (gemm_kernels.inc, gemv_tile).
-  QLOOM_GEMM_TARGET static float hsum(R v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
+  QLOOM_GEMM_TARGET static float hsum(R v) { return canonical_hsum8(v); }
 };
 
 #include "qloom/engine/gemm_kernels.inc"

@@ -6,6 +6,7 @@
 #if defined(__x86_64__)
 
 #include "qloom/core/x86_intrinsics.h"
+#include "qloom/engine/gemm_hsum.h"
 
 #define QLOOM_GEMM_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c,fma")))
@@ -34,7 +35,7 @@ struct V {
   QLOOM_GEMM_TARGET static R load_row(const float* p) { return load(p); }
   QLOOM_GEMM_TARGET static R load_row(const uint16_t* p) { return load_bf16(p); }
   // dst[kk * ld + j] = src[j * in + kk] for j, kk < 16 (16 W rows x 16 k,
-  // widened, transposed in registers). maskz forms throughout: see hsum.
+  // widened, transposed in registers). maskz forms throughout: see gemm_hsum.h.
   template <class E>
   QLOOM_GEMM_TARGET static void transpose_block(const E* src, int64_t in, float* dst, int64_t ld) {
     R r[16], a[16];
@@ -64,14 +65,7 @@ struct V {
   }
   // maskz forms: GCC 12's unmasked shuffle/extract (and so
   // _mm512_reduce_add_ps) read an undefined register and trip -Wuninitialized.
-  QLOOM_GEMM_TARGET static float hsum(R v) {
-    const __m512 s = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));
-    const __m256 h = _mm512_maskz_extractf32x8_ps(0xFF, s, 0);
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
-  }
+  QLOOM_GEMM_TARGET static float hsum(R v) { return canonical_hsum16(v); }
 };
 
 #include "qloom/engine/gemm_kernels.inc"

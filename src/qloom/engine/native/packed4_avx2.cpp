@@ -10,6 +10,7 @@
 #if defined(__x86_64__)
 
 #include "qloom/core/x86_intrinsics.h"
+#include "qloom/engine/gemm_hsum.h"
 #include "qloom/engine/gemm_kernels.h"
 
 #define QLOOM_P4_TARGET __attribute__((target("avx2,fma")))
@@ -75,14 +76,8 @@ struct V {
   static constexpr bool kTranspose = false;  // panels are filled element by element
   static void transpose16(R*) {}
   // t = lanes 0-7 + lanes 8-15, then the rest of the canonical tree, as
-  // gemm_avx2.cpp's hsum.
-  QLOOM_P4_TARGET static float hsum(R v) {
-    const __m256 t = _mm256_add_ps(v.a, v.b);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
+  // gemm_avx2.cpp's hsum (gemm_hsum.h).
+  QLOOM_P4_TARGET static float hsum(R v) { return detail::canonical_hsum8(_mm256_add_ps(v.a, v.b)); }
 };
 
 #include "qloom/engine/native/packed4_kernels_impl.h"

@@ -10,6 +10,7 @@
 #if defined(__x86_64__)
 
 #include "qloom/core/x86_intrinsics.h"
+#include "qloom/engine/gemm_hsum.h"
 #include "qloom/engine/gemm_kernels.h"
 
 #define QLOOM_P4_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
@@ -71,14 +72,7 @@ struct V {
   // The canonical tree (gemm_dispatch.h): t[i] = p[i] + p[i+8],
   // q[i] = t[i] + t[i+4], (q0 + q2) + (q1 + q3); what gemm_avx512.cpp's hsum
   // computes (maskz forms for GCC 12, see there).
-  QLOOM_P4_TARGET static float hsum(R v) {
-    const __m512 s = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(0xFFFF, v, v, 0x4E));
-    const __m256 h = _mm512_maskz_extractf32x8_ps(0xFF, s, 0);
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
-  }
+  QLOOM_P4_TARGET static float hsum(R v) { return detail::canonical_hsum16(v); }
 };
 
 #include "qloom/engine/native/packed4_kernels_impl.h"
