@@ -18,6 +18,7 @@ class FakeCache : public engine::KvCache {
   int64_t capacity() const override { return cap_; }
   void clear() override { n_ = 0; }
   void truncate(int64_t n) override { n_ = n; }
+  size_t bytes_per_token() const override { return 0; }
   int64_t n_ = 0, cap_;
 };
 
