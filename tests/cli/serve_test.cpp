@@ -361,9 +361,24 @@ TEST(ServeLimits, OverMaxConcurrencyIs429) {
   EXPECT_EQ(http_request(s.port(), "GET", "/health").status, 200);
 }
 
-// A Quark checkpoint (fp8 weights + activations, fp8 KV cache) served with its
-// simulation hooks: the same numbers as the in-process scorer on it, and
-// other numbers than the source's.
+// A Quark checkpoint (fp8 weights + activations, fp8 KV cache) served on
+// the native runtime (serve's default) gives the same numbers as the
+// in-process scorer on the native runtime; served with --runtime simulate,
+// the same as the in-process simulate scorer; both differ from the source's.
+double served_loglik(const fs::path& q, const eval::TokenPair& pair, serve::ServerOptions o) {
+  std::vector<int32_t> whole = pair.context;
+  whole.insert(whole.end(), pair.continuation.begin(), pair.continuation.end());
+  RunningServer s(q, std::move(o));
+  const HttpReply r = http_request(s.port(), "POST", "/v1/completions",
+                                   json{{"prompt", json::array({whole})}, {"max_tokens", 1}, {"logprobs", 1}, {"echo", true},
+                                        {"temperature", 0}}.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  const json lp = json::parse(r.body)["choices"][0]["logprobs"]["token_logprobs"];
+  double sum = 0;
+  for (size_t t = pair.context.size(); t + 1 < lp.size(); ++t) sum += lp[t].get<double>();
+  return sum;
+}
+
 TEST(ServeQuark, CheckpointLogprobsEqualInProcess) {
   test::TempDir tmp("serve-quark");
   const fs::path q = tmp / "fp8";
@@ -371,25 +386,22 @@ TEST(ServeQuark, CheckpointLogprobsEqualInProcess) {
                                                   "--quant_scheme", "fp8", "--kv_cache_dtype", "fp8", "--num_calib_data", "4",
                                                   "--threads", "1", "--progress", "off"});
   ASSERT_EQ(qr.exit_code, 0) << qr.err;
-  eval::LoadedModel lm = eval::load_for_eval(q);
-  eval::LoadedModel src = eval::load_for_eval(QLOOM_DEMO_MODEL_DIR);
   const engine::Tokenizer tok = engine::Tokenizer::load(q);
   const eval::TokenPair pair = eval::encode_pair(tok, "Once upon a time, there was a big", " dog named Max");
-  std::unique_ptr<engine::KvCache> cache, src_cache;
-  const double want = eval::score_option(*lm.model, &lm.runtime.hooks, pair, 511, cache).loglik;
-  const double source = eval::score_option(*src.model, &src.runtime.hooks, pair, 511, src_cache).loglik;
-  EXPECT_NE(want, source);
-  std::vector<int32_t> whole = pair.context;
-  whole.insert(whole.end(), pair.continuation.begin(), pair.continuation.end());
-  RunningServer s(q, {});
-  const HttpReply r = http_request(s.port(), "POST", "/v1/completions",
-                                   json{{"prompt", json::array({whole})}, {"max_tokens", 1}, {"logprobs", 1}, {"echo", true},
-                                        {"temperature", 0}}.dump());
-  ASSERT_EQ(r.status, 200) << r.body;
-  const json lp = json::parse(r.body)["choices"][0]["logprobs"]["token_logprobs"];
-  double sum = 0;
-  for (size_t t = pair.context.size(); t + 1 < lp.size(); ++t) sum += lp[t].get<double>();
-  EXPECT_EQ(sum, want);
+  auto in_process = [&](const fs::path& dir, exporter::Runtime rt) {
+    eval::LoadedModel lm = eval::load_for_eval(dir, {}, rt);
+    std::unique_ptr<engine::KvCache> cache;
+    return eval::score_option(*lm.model, &lm.runtime.hooks, pair, 511, cache).loglik;
+  };
+  const double native = in_process(q, exporter::Runtime::kNative);
+  const double simulate = in_process(q, exporter::Runtime::kSimulate);
+  const double source = in_process(QLOOM_DEMO_MODEL_DIR, exporter::Runtime::kSimulate);
+  EXPECT_NE(native, source);
+  EXPECT_NE(simulate, source);
+  EXPECT_EQ(served_loglik(q, pair, {}), native);
+  serve::ServerOptions sim;
+  sim.runtime = exporter::Runtime::kSimulate;
+  EXPECT_EQ(served_loglik(q, pair, sim), simulate);
 }
 
 // The CLI: listening line on stderr, answers, and SIGTERM stops it with exit 0.
