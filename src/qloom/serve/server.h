@@ -1,7 +1,8 @@
 // serve::Server — `qloom serve`: an OpenAI-compatible HTTP server (Debian's
 // cpp-httplib) over one model: a plain directory or a Quark checkpoint of
-// any scheme, loaded with eval::load_for_eval so it computes exactly as
-// `qloom eval` does.
+// any scheme, loaded with eval::load_for_eval on ServerOptions::runtime:
+// native by default (the quantized kernels), or simulate, where it computes
+// exactly as `qloom eval` does.
 //
 // Routes: GET /health (no key needed), GET /v1/models, GET /v1/models/{id},
 // POST /v1/completions, POST /v1/chat/completions (both with "stream": SSE).
