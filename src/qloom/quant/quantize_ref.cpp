@@ -2,14 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cfenv>
 #include <cmath>
 #include <string>
-
-#if defined(__x86_64__) || defined(_M_X64)
-#include <xmmintrin.h>
-#define QLOOM_HAVE_MXCSR 1
-#endif
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
@@ -45,25 +39,6 @@ float store_scale(DType s_dtype, float s, std::string_view tensor_name) {
 }
 
 }  // namespace
-
-FpEnvGuard::FpEnvGuard() {
-  saved_round_ = std::fegetround();
-  if (saved_round_ != FE_TONEAREST) std::fesetround(FE_TONEAREST);
-#ifdef QLOOM_HAVE_MXCSR
-  saved_ = _mm_getcsr();
-  // Clear FTZ (bit 15), DAZ (bit 6) and the rounding control (bits 13-14 = 00:
-  // nearest even); keep the exception masks and flags.
-  const unsigned want = saved_ & ~(0x8000u | 0x0040u | 0x6000u);
-  if (want != saved_) _mm_setcsr(want);
-#endif
-}
-
-FpEnvGuard::~FpEnvGuard() {
-#ifdef QLOOM_HAVE_MXCSR
-  if (_mm_getcsr() != saved_) _mm_setcsr(saved_);
-#endif
-  if (std::fegetround() != saved_round_) std::fesetround(saved_round_);
-}
 
 float round_to(DType t, float x) {
   switch (t) {

@@ -84,6 +84,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qloom/core/fp_env.h"
 #include "qloom/core/dtype.h"
 #include "qloom/quant/quant_spec.h"
 #include "qloom/quant/quantized_tensor.h"
@@ -186,19 +187,9 @@ uint8_t encode_mx(const GroupParams& g, float x);
 
 [[noreturn]] void throw_nonfinite(std::string_view tensor_name, uint64_t row, uint64_t col, float value);
 
-// Sets the FP environment the rules assume (round to nearest even, no
+// The FP environment the rules assume (round to nearest even, no
 // flush-to-zero / denormals-are-zero) for the lifetime of the object.
-class FpEnvGuard {
- public:
-  FpEnvGuard();
-  ~FpEnvGuard();
-  FpEnvGuard(const FpEnvGuard&) = delete;
-  FpEnvGuard& operator=(const FpEnvGuard&) = delete;
-
- private:
-  unsigned saved_ = 0;
-  int saved_round_ = 0;
-};
+using FpEnvGuard = IeeeFpEnv;
 
 }  // namespace detail
 }  // namespace qloom::quant

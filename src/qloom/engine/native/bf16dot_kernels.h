@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "qloom/core/fp_env.h"
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <xmmintrin.h>
 #endif
@@ -73,29 +75,9 @@ float dp_fma(float a, float b, float acc);
 float dot_ref(const Args& a, int64_t row, int64_t o);
 float epilogue_ref(float acc, float sx, float sw, const float* bias, int64_t o);
 
-// Sets the IEEE default SSE environment (round to nearest even, no FTZ / DAZ)
-// for its lifetime: the activation quantizers and epilogues must not see a
-// caller's flush-to-zero. A no-op off x86.
-class IeeeEnv {
- public:
-#if defined(__x86_64__) || defined(_M_X64)
-  IeeeEnv() : saved_(_mm_getcsr()) {
-    const unsigned want = saved_ & ~(0x8000u | 0x0040u | 0x6000u);  // FTZ, DAZ, rounding control
-    if (want != saved_) _mm_setcsr(want);
-  }
-  ~IeeeEnv() {
-    if (_mm_getcsr() != saved_) _mm_setcsr(saved_);
-  }
-
- private:
-  unsigned saved_;
-
- public:
-#else
-  IeeeEnv() = default;
-#endif
-  IeeeEnv(const IeeeEnv&) = delete;
-  IeeeEnv& operator=(const IeeeEnv&) = delete;
-};
+// The IEEE default environment (round to nearest even, no FTZ / DAZ) for its
+// lifetime: the activation quantizers and epilogues must not see a caller's
+// flush-to-zero (core/fp_env.h).
+using IeeeEnv = IeeeFpEnv;
 
 }  // namespace qloom::engine::native::bf16dot

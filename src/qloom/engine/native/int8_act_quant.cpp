@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cfenv>
 #include <cmath>
 
 #if defined(__x86_64__)
@@ -16,25 +15,6 @@
 #endif
 
 namespace qloom::engine::native {
-
-Int8FpEnv::Int8FpEnv() {
-  saved_round_ = std::fegetround();
-  if (saved_round_ != FE_TONEAREST) std::fesetround(FE_TONEAREST);
-#ifdef QLOOM_I8Q_X86
-  saved_csr_ = _mm_getcsr();
-  // Clear FTZ (bit 15), DAZ (bit 6) and rounding control (bits 13-14: nearest
-  // even); keep the exception masks and flags.
-  const unsigned want = saved_csr_ & ~(0x8000u | 0x0040u | 0x6000u);
-  if (want != saved_csr_) _mm_setcsr(want);
-#endif
-}
-
-Int8FpEnv::~Int8FpEnv() {
-#ifdef QLOOM_I8Q_X86
-  if (_mm_getcsr() != saved_csr_) _mm_setcsr(saved_csr_);
-#endif
-  if (std::fegetround() != saved_round_) std::fesetround(saved_round_);
-}
 
 // ---- scalar reference: the rules written as quant/ writes them ---------------
 

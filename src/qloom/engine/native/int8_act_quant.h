@@ -24,27 +24,16 @@
 
 #include <cstdint>
 
+#include "qloom/core/fp_env.h"
 #include "qloom/core/convert.h"
 
 namespace qloom::engine::native {
 
 inline constexpr float kInt8ActEps = 1.1920928955078125e-07f;  // 2^-23 (FLT_EPSILON)
 
-// Sets round-to-nearest-even and clears FTZ / DAZ (fesetround and MXCSR) for
-// its lifetime; restores the caller's environment after. ThreadPool workers
-// run chunks under the caller's environment, so one guard around a
-// parallel_for covers the workers too.
-class Int8FpEnv {
- public:
-  Int8FpEnv();
-  ~Int8FpEnv();
-  Int8FpEnv(const Int8FpEnv&) = delete;
-  Int8FpEnv& operator=(const Int8FpEnv&) = delete;
-
- private:
-  unsigned saved_csr_ = 0;
-  int saved_round_ = 0;
-};
+// Round-to-nearest-even without FTZ / DAZ for its lifetime (core/fp_env.h);
+// one guard around a parallel_for covers the workers too.
+using Int8FpEnv = IeeeFpEnv;
 
 // The dynamic per-token scale from a finite row's amax: max(amax / 127.5f, 2^-23).
 inline float int8_token_scale(float amax) {
