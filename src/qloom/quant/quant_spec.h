@@ -38,6 +38,15 @@ struct QuantSpec {
   std::string scale_type = "float";
   std::string scale_calculation_mode;  // e.g. "even" for MX scales; empty = null
   std::string observer_cls;            // e.g. "PerTensorMinMaxObserver"
+  // Keys Quark 0.13's QTensorConfig.to_dict() adds (17 keys in all).
+  int block_size = 0;                  // MX6 / MX9 first-level block; 0 = null
+  std::string zero_point_type = "int32";  // Quark's ZeroPointType name; empty = null
+  std::string mx_element_dtype;        // empty = null
+  // Second stage of a ScaleQuantSpec: this spec quantizes the first stage's
+  // scales (NVFP4's fp8 scales, AMD FP4's e5m3 global scale).
+  bool is_scale_quant = false;
+  bool enable_buffer_reuse = false;
+  int64_t max_input_numel = 4 * 1024 * 1024;
 
   bool operator==(const QuantSpec&) const = default;
 };
@@ -53,6 +62,13 @@ struct LayerQuantSpec {
   std::optional<QuantSpec> input;   // Quark input_tensors (activation into the linear)
   std::optional<QuantSpec> output;  // Quark output_tensors (KV cache: k_proj / v_proj)
   std::optional<QuantSpec> bias;
+  // Two-stage specs (Quark's TwoStageSpec, written as a JSON list [first,
+  // second]): a ProgressiveSpec's second stage re-quantizes the first stage's
+  // result (int4_fp8: fp8 per-tensor, then int4 per-channel); a
+  // ScaleQuantSpec's second stage (is_scale_quant) quantizes the first
+  // stage's scales (nvfp4). Empty for single-stage specs.
+  std::optional<QuantSpec> weight_stage2;
+  std::optional<QuantSpec> input_stage2;
   bool operator==(const LayerQuantSpec&) const = default;
 };
 
