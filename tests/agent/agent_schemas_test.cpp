@@ -135,7 +135,7 @@ TEST(AgentSchemas, SessionContextMatchesIntentJson) {
       "fp8 with fp8 kv cache on MI300X for Qwen/Qwen2.5-0.5B",
       "awq 4-bit meta-llama/Llama-3.1-8B-Instruct, calibrate on 256 samples of c4 with seq len 1024",
       "quantize to int4",  // no model: a question
-      "quantize Qwen/Qwen2.5-0.5B to nvfp4",  // Quark-only scheme: a question
+      "quantize Qwen/Qwen2.5-0.5B to mx9",  // Quark-only scheme: a question
       "quantize /models/my-llama-7b to fp8, keep lm_head and attention in bf16, accept a 5% gap",
       "quantize Qwen/Qwen2.5-0.5B to int4 but keep attention in fp8, report ppl on wikitext-2 on 50 samples",
       "quantize Qwen/Qwen2.5-0.5B to fp8, and quantize the lm_head too, skip eval",

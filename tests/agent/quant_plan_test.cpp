@@ -228,7 +228,7 @@ TEST(QuantPlan, ExclusionsMergeWithTheTemplate) {
   in.exclude_layers = {{}, Source::kDefault};
   in.layer_quant_scheme = {{{"*attention*", "fp8"}}, Source::kStated};
   EXPECT_TRUE(has_risk(build_quant_plan(in, fitting_analysis(), no_data_dir()), "pattern_matches_nothing"));
-  in.layer_quant_scheme = {{{"*self_attn*", "nvfp4"}}, Source::kStated};
+  in.layer_quant_scheme = {{{"*self_attn*", "mx9"}}, Source::kStated};
   const oj bad = build_quant_plan(in, fitting_analysis(), no_data_dir());
   EXPECT_EQ(question_fields(bad), std::vector<std::string>{"layer_quant_scheme"});
   EXPECT_TRUE(bad["scheme_check"].is_null());

@@ -183,6 +183,15 @@ TEST(SchemeRegistry, QuarkSchemesNotImplementedYetSaySo) {
   for (const auto& n : quark_only_scheme_names()) EXPECT_EQ(find_scheme(n), nullptr) << n;
 }
 
+TEST(SchemeRegistry, SimulationOnlyBlockFormatsSayWhyTheyCannotBeExported) {
+  for (const char* n : {"mx6", "mx9", "bfp16"}) {
+    Error e = catch_error([&] { get_scheme(n); });
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << n;
+    EXPECT_NE(e.message().find("cannot export it"), std::string::npos) << e.message();
+    EXPECT_NE(e.remedy().find("mxfp6_e2m3"), std::string::npos) << e.remedy();
+  }
+}
+
 TEST(SchemeRegistry, EditDistanceAndNearMisses) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("abc", ""), 3u);

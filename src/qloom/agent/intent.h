@@ -104,7 +104,8 @@ struct Intent {
   // Seed 001 recommendation-table row the prompt selects: a stated priority
   // ("best accuracy", "as small as possible", "for llama.cpp") or, inferred,
   // the row of the hardware hint: "best_accuracy" | "smallest_model" |
-  // "cpu_deployment" | "amd_mi300x_mi355x" | "nvidia_h100" | "gguf_export" | "".
+  // "cpu_deployment" | "amd_mi300x" | "amd_mi355x" | "nvidia_h100" |
+  // "nvidia_blackwell" | "gguf_export" | "".
   // It chooses quant_scheme (and quant_algo) only when no scheme is stated.
   Sourced<std::string> priority;
 

@@ -43,9 +43,9 @@ struct HardwareDef {
 bool find_hardware(std::string_view norm, HardwareDef& out);
 
 // Seed 001 Step 2 "Priority | Recommended Scheme | Algorithm", with the
-// choice qloom makes where the row offers two ("fp8 or amdfp4": amdfp4 is a
-// Quark scheme qloom does not implement yet -> fp8; "awq or gptq" -> gptq for
-// the symmetric int4_wo_32).
+// choice qloom makes where the row offers two ("awq or gptq" -> gptq for the
+// symmetric int4_wo_32) and its AMD row split per chip: MI300X fp8, MI355X
+// mxfp4; plus NVIDIA Blackwell -> nvfp4.
 struct Recommendation {
   std::string row;
   std::string scheme;

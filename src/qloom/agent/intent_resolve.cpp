@@ -110,27 +110,50 @@ struct AlgoMention {
 
 }  // namespace
 
+namespace {
+
+// Quark's --quant_algo name spelled at token i ("" = RTN stated), with the
+// number of tokens read; false when the token names no algorithm.
+bool algo_spelling(const ParseState& st, size_t i, std::string& algo, size_t& len, std::string& typo) {
+  const std::string& n = st.n(i);
+  len = 1;
+  if (in(n, {"gptq", "awq", "smoothquant", "gptaq", "qronos", "autosmoothquant", "rotation"})) algo = n;
+  else if (n == "smooth_quant" || (n == "smooth" && st.is(i + 1, "quant"))) { algo = "smoothquant"; len = n == "smooth" ? 2 : 1; }
+  else if (in(n, {"auto_smoothquant", "auto_smooth_quant", "autosmooth"})) algo = "autosmoothquant";
+  else if (n == "auto" && st.is(i + 1, "smoothquant")) { algo = "autosmoothquant"; len = 2; }
+  else if (in(n, {"quarot", "rotate", "rotated", "rotating", "rotations", "hadamard"})) algo = "rotation";
+  else if (in(n, {"rtn", "round_to_nearest"})) algo = "none";
+  else if (n == "round" && st.is(i + 1, "to") && st.is(i + 2, "nearest")) { algo = "none"; len = 3; }
+  else if (n == "no" && (st.is(i + 1, "algorithm") || st.is(i + 1, "calibration_algorithm"))) { algo = "none"; len = 2; }
+  else {
+    for (const char* a : {"gptq", "awq", "smoothquant"})
+      if (n.size() >= 3 && close_to(n, a, n.size() >= 8 ? 2 : n.size() >= 4 ? 1 : 0) && n != a && n != "gate") {
+        algo = a;
+        typo = "'" + st.tok[i].text + "' read as " + a;
+      }
+    return !algo.empty();
+  }
+  return true;
+}
+
+// Rotation is a pre-pass Quark composes with one calibrated algorithm
+// ("rotate then GPTQ" -> rotation,gptq); any other pair is a conflict.
+std::string compose(const std::string& a, const std::string& b) {
+  if ((a.empty() && b == "rotation") || (b.empty() && a == "rotation")) return "rotation";  // "rotation, RTN"
+  if (a == "rotation" && !b.empty() && b != "rotation") return "rotation," + b;
+  if (b == "rotation" && !a.empty() && a != "rotation") return "rotation," + a;
+  return {};
+}
+
+}  // namespace
+
 void pass_algorithm(ParseState& st) {
   std::vector<AlgoMention> found;
   for (size_t i = 0; i < st.size(); ++i) {
     if (!st.free(i) || st.tok[i].kind != TokKind::kWord) continue;
-    const std::string& n = st.n(i);
-    std::string algo;
+    std::string algo, typo;
     size_t len = 1;
-    std::string typo;
-    if (n == "gptq" || n == "awq" || n == "smoothquant") algo = n;
-    else if (n == "smooth_quant" || (n == "smooth" && st.is(i + 1, "quant"))) { algo = "smoothquant"; len = n == "smooth" ? 2 : 1; }
-    else if (in(n, {"rtn", "round_to_nearest"})) algo = "none";
-    else if (n == "round" && st.is(i + 1, "to") && st.is(i + 2, "nearest")) { algo = "none"; len = 3; }
-    else if (n == "no" && (st.is(i + 1, "algorithm") || st.is(i + 1, "calibration_algorithm"))) { algo = "none"; len = 2; }
-    else {
-      for (const char* a : {"gptq", "awq", "smoothquant"})
-        if (n.size() >= 3 && close_to(n, a, n.size() >= 8 ? 2 : n.size() >= 4 ? 1 : 0) && n != a && n != "gate") {
-          algo = a;
-          typo = "'" + st.tok[i].text + "' read as " + a;
-        }
-      if (algo.empty()) continue;
-    }
+    if (!algo_spelling(st, i, algo, len, typo)) continue;
     AlgoMention m{algo == "none" ? "" : algo, i, i + len, false, false, st.tok[i].text};
     m.negated = algo != "none" && st.negated_before(i);
     m.correction = st.correction_in(found.empty() ? (i > 5 ? i - 5 : 0) : found.back().end, i) ||
@@ -139,32 +162,38 @@ void pass_algorithm(ParseState& st) {
     st.use(i, i + len);
     found.push_back(m);
   }
-  const AlgoMention* win = nullptr;
-  bool conflict = false;
-  std::string a, b;
+  std::string chosen, chosen_text, a, b;
+  bool any = false, conflict = false;
   for (const auto& m : found) {
     if (m.negated) {
       st.note("'" + m.text + "' is negated in the prompt; not used");
       continue;
     }
-    if (win && win->algo != m.algo) {
-      if (m.correction) {
-        st.note("quant_algo: '" + m.text + "' replaces the earlier '" + win->text + "' (correction in the prompt)");
-        conflict = false;
-      } else {
-        conflict = true;
-        a = win->text;
-        b = m.text;
+    if (any && (m.algo == chosen || (!m.algo.empty() && ("," + chosen + ",").find("," + m.algo + ",") != std::string::npos)))
+      continue;
+    if (any && !m.correction) {
+      if (const std::string both = compose(chosen, m.algo); !both.empty()) {
+        chosen = both;
+        chosen_text += " + " + m.text;
+        continue;
       }
+      conflict = true;
+      a = chosen_text;
+      b = m.text;
+    } else if (any) {
+      st.note("quant_algo: '" + m.text + "' replaces the earlier '" + chosen_text + "' (correction in the prompt)");
+      conflict = false;
     }
-    win = &m;
+    chosen = m.algo;
+    chosen_text = m.text;
+    any = true;
   }
   if (conflict) {
     st.ask("quant_algo", "The prompt names both " + a + " and " + b + "; which algorithm should I use?");
     st.out.quant_algo = {"", Source::kMissing};
-  } else if (win) {
-    st.out.quant_algo = {win->algo, Source::kStated};
-    st.out.reasons["quant_algo"] = win->algo.empty() ? "User asked for plain RTN" : "User requested " + win->algo;
+  } else if (any) {
+    st.out.quant_algo = {chosen, Source::kStated};
+    st.out.reasons["quant_algo"] = chosen.empty() ? "User asked for plain RTN" : "User requested " + chosen;
   } else if (!found.empty()) {
     st.out.quant_algo = {"", Source::kStated};
     st.out.reasons["quant_algo"] = "User ruled out the named algorithm; RTN";

@@ -11,7 +11,11 @@
 //   uint4 / asymmetric | zero-point int4               -> uint4_wo_N / uint4_wo_per_channel
 //   generic 4-bit + AWQ (no signedness stated)         -> uint4_wo_N (Quark's AWQ recipe)
 //   mxfp4 [weights only]                               -> mxfp4 / mxfp4_weight_only
-//   W4A8, nvfp4, amdfp4, mxfp6, ...                    -> the Quark name + "not implemented yet" question
+//   W4A8 / int4 weights + fp8 activations              -> int4_fp8
+//   W4A8 MXFP4 / mxfp4 weights + fp8 activations       -> mxfp4_fp8
+//   MXFP6 / fp6 [e3m2]                                 -> mxfp6_e2m3 / mxfp6_e3m2
+//   NVFP4 / fp4 block16 · AMD FP4 [g32 | global]       -> nvfp4 · amdfp4 / amdfp4_g32 / amdfp4_global16
+//   a Quark name qloom does not implement (mx6, ...)   -> the name + "not implemented" question
 //   exact Quark names and legacy Quark names (w_fp8_a_fp8, ...) as such
 // A misspelled name ("int4_wo_12", "mxpf4") resolves to the nearest name by
 // edit distance (ties broken by the longer common prefix); a tie that remains
@@ -29,6 +33,7 @@ namespace {
 struct Mods {
   bool is_unsigned = false, sign_explicit = false, per_channel = false, weight_only = false, ptpc = false;
   bool to_int8 = false, to_fp8 = false;
+  bool mx = false, fp8_act = false, e3m2 = false, global = false;
   int group = 128;
   bool group_stated = false;
 };
@@ -86,20 +91,28 @@ size_t base_spelling(const ParseState& st, size_t i, std::string_view n, SchemeM
   } else if (n == "fp4") {
     m.family = "mxfp4";
     m.typo_note = "'fp4' read as OCP MXFP4 (mxfp4), the FP4 scheme qloom implements";
-  } else if (in(n, {"w4a8", "w4a8_fp8"})) {
-    m.scheme = "int4_fp8";
+  } else if (in(n, {"w4a8", "w4a8_fp8", "w4a8_int4", "int4_w4a8"})) {
+    m.family = "w4a8";  // int4_fp8 unless "mxfp4" follows (mxfp4_fp8)
+  } else if (in(n, {"w4a8_mxfp4", "mxfp4_w4a8", "w4a8_mx", "mxfp4_a8"})) {
+    m.scheme = "mxfp4_fp8";
     m.family = "other";
-    m.quark_only = true;
-  } else if (in(n, {"mxfp6", "fp6", "mx_fp6"})) {
-    m.scheme = "mxfp6_e2m3";
+  } else if (in(n, {"mxfp6", "fp6", "mx_fp6", "ocp_mxfp6", "mxfp_6", "mx_fp_6"})) {
+    m.family = "mxfp6";  // e2m3 unless "e3m2" follows
+  } else if (in(n, {"nvfp4", "nv_fp4", "nvidia_fp4", "fp4_block16", "fp4_e2m1_block16"})) {
+    m.scheme = "nvfp4";
     m.family = "other";
-    m.quark_only = true;
+  } else if (in(n, {"amdfp4", "amd_fp4", "amdfp4_g16"})) {
+    m.family = "amdfp4";  // group 16 unless "g32" / "group 32" / "global" follows
   } else if (in(n, {"w8a16", "int8_wo", "int8_weight_only"})) {
     m.family = "other";
     m.problem = "'" + t.text + "' (int8 weight-only) is not a Quark --quant_scheme; use int8 (W8A8) or a 4-bit weight-only scheme such as int4_wo_128?";
   } else if (in(n, {"e5m2", "fp8_e5m2", "float8_e5m2"})) {
     m.family = "other";
     m.problem = "Quark's fp8 schemes use E4M3, not E5M2; use fp8 (E4M3)?";
+  } else if (n == "fp4_block16_scale_e4m3") {
+    m.scheme = "nvfp4";
+    m.family = "other";
+    m.typo_note = "'" + t.text + "' is Quark's legacy name of nvfp4; using nvfp4";
   } else if (quant::find_scheme(n)) {
     m.scheme = std::string(n);
     m.family = family_of(n);
@@ -224,6 +237,31 @@ bool read_scheme(const ParseState& st, size_t i, SchemeMention& m, std::string_v
         used = 1;
       } else if (m.family == "mxfp4" && in(n, {"ocp", "mx"})) {
         used = 1;
+      } else if (m.family == "w4a8" && in(n, {"mxfp4", "mx_fp4", "fp4", "mx"})) {
+        mods.mx = true;
+        used = 1;
+      } else if (m.family == "w4a8" && n == "int4") {
+        used = 1;
+      } else if ((m.family == "w4a8" || m.family == "mxfp4") && n == "fp8" &&
+                 (st.is(j + 1, "activations") || st.is(j + 1, "activation"))) {
+        mods.fp8_act = true;  // "mxfp4 weights, fp8 activations" (not "mxfp4 with an fp8 KV cache")
+        used = 2;
+      } else if (m.family == "mxfp4" && in(n, {"w4a8", "a8", "fp8_activations"})) {
+        mods.fp8_act = true;  // "MXFP4 W4A8"
+        used = 1;
+      } else if (m.family == "mxfp6" && in(n, {"e3m2", "fp6_e3m2"})) {
+        mods.e3m2 = true;
+        used = 1;
+      } else if (m.family == "mxfp6" && in(n, {"e2m3", "fp6_e2m3", "ocp", "mx"})) {
+        used = 1;
+      } else if (m.family == "amdfp4" && (n == "global" || n == "global_scale")) {
+        mods.global = true;
+        used = 1;
+      } else if (m.family == "amdfp4" && (used = read_group(st, j, group)) > 0) {
+        mods.group = group;
+        mods.group_stated = true;
+      } else if (m.family == "amdfp4" && in(n, {"e5m3"})) {
+        used = 1;
       } else if (in(n, {"with", "and", "using", "a", "an", "the", "of", "for", "on", "just", "quantization", "scheme",
                         "weights", "weight", "format"})) {
         ++j;
@@ -256,9 +294,23 @@ bool read_scheme(const ParseState& st, size_t i, SchemeMention& m, std::string_v
     } else if (m.family == "int8") {
       m.scheme = "int8";
     } else if (m.family == "mxfp4") {
-      m.scheme = mods.weight_only ? "mxfp4_weight_only" : "mxfp4";
+      m.scheme = mods.fp8_act ? "mxfp4_fp8" : mods.weight_only ? "mxfp4_weight_only" : "mxfp4";
+    } else if (m.family == "w4a8") {
+      m.scheme = mods.mx ? "mxfp4_fp8" : "int4_fp8";
+    } else if (m.family == "mxfp6") {
+      m.scheme = mods.e3m2 ? "mxfp6_e3m2" : "mxfp6_e2m3";
+    } else if (m.family == "amdfp4") {
+      const int g = mods.group_stated ? mods.group : 16;
+      if (g != 16 && g != 32)
+        m.problem = "AMD FP4 takes group size 16 or 32, not " + std::to_string(g) + "; which one should I use?";
+      else if (mods.global)
+        m.scheme = "amdfp4_global" + std::to_string(g);
+      else
+        m.scheme = g == 32 ? "amdfp4_g32" : "amdfp4";
     }
   }
+  // A Quark scheme qloom does not implement becomes a question at resolution.
+  if (!m.scheme.empty() && m.problem.empty()) m.quark_only = quant::find_scheme(m.scheme) == nullptr;
   std::sort(idx.begin(), idx.end());
   m.begin = idx.front();
   m.end = idx.back() + 1;

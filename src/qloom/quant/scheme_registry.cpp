@@ -256,6 +256,14 @@ const std::vector<std::string>& quark_only_scheme_names() {
 const SchemeDef& get_scheme(std::string_view name) {
   if (const SchemeDef* s = find_scheme(name)) return *s;
   const auto known = scheme_names();
+  if (name == "mx6" || name == "mx9" || name == "bfp16")
+    throw Error(ErrorKind::kUnsupported, "", "--quant_scheme",
+                "scheme '" + std::string(name) +
+                    "' is a Quark simulation-only block format: amd-quark 0.13 cannot export it to a "
+                    "real-quantized checkpoint (its RealQuantizer rejects mx6, mx9 and bfp16), and no "
+                    "runtime loads it, so qloom does not write one",
+                "for OCP MX block formats that export and serve, use mxfp6_e2m3, mxfp6_e3m2, mxfp4 or "
+                "mxfp4_fp8");
   const auto& later = quark_only_scheme_names();
   if (std::find(later.begin(), later.end(), name) != later.end())
     throw Error(ErrorKind::kUnsupported, "", "--quant_scheme",
