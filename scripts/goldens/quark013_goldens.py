@@ -12,7 +12,7 @@ Runs amd-quark 0.13 itself (CPU) the way quantize_quark.py / quark-cli torch-llm
 
 DATA_TYPE is quantize_quark.py's --data_type: "float32", or "auto" (Quark's default: the
 checkpoint's dtype, bf16 for SmolLM2). Calibration samples are qloom's (quant/calib_data.h):
-the first NUM_CALIB non-blank lines of data/datasets/calibration/c4.utf8, each tokenized
+the first NUM_CALIB (8; one for schemes without static activation scales) non-blank lines of data/datasets/calibration/c4.utf8, each tokenized
 alone (special tokens added, truncated to SEQ_LEN), one sample per batch, so qloom
 `--dataset c4 --num_calib_data NUM_CALIB --seq_len SEQ_LEN` sees the same tokens.
 
@@ -48,33 +48,29 @@ from quark.torch import LLMTemplate, ModelQuantizer, export_safetensors
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CALIB = ROOT / "data" / "datasets" / "calibration" / "c4.utf8"
 OUT = pathlib.Path(os.environ.get("QUARK013_OUT", ROOT / "tests" / "data" / "quark013"))
-NUM_CALIB = 16
+NUM_CALIB = 8
 SEQ_LEN = 128
 
 # id, quant_scheme, data_type, extra: algorithm, kv_cache_scheme, attention_scheme,
 # exclude_layers (None: the template's default, ["lm_head"] for llama).
 SCHEMES = [
-    ("fp8_f32", "fp8", "float32", {}),
+    # Static activation scales: Quark's default dtype (bf16) and float32 (qloom's default arithmetic).
+    ("fp8_kv_attn_bf16", "fp8", "auto", {"kv_cache_scheme": "fp8", "attention_scheme": "fp8"}),
+    ("int4_wo_64_gptq_bf16", "int4_wo_64", "auto", {"algorithm": ["gptq"]}),
     ("fp8_bf16", "fp8", "auto", {}),
-    ("fp8_kvfp8_f32", "fp8", "float32", {"kv_cache_scheme": "fp8"}),
-    ("fp8_attnfp8_f32", "fp8", "float32", {"kv_cache_scheme": "fp8", "attention_scheme": "fp8"}),
-    ("fp8_attnfp8_bf16", "fp8", "auto", {"kv_cache_scheme": "fp8", "attention_scheme": "fp8"}),
-    ("ptpc_fp8_f32", "ptpc_fp8", "float32", {}),
-    ("int8_f32", "int8", "float32", {}),
     ("int8_bf16", "int8", "auto", {}),
-    ("int4_wo_32_f32", "int4_wo_32", "float32", {}),
-    ("int4_wo_64_bf16", "int4_wo_64", "auto", {}),
-    ("int4_wo_128_f32", "int4_wo_128", "float32", {}),
-    ("int4_wo_per_channel_f32", "int4_wo_per_channel", "float32", {}),
-    ("uint4_wo_32_f32", "uint4_wo_32", "float32", {}),
-    ("uint4_wo_128_bf16", "uint4_wo_128", "auto", {}),
-    ("uint4_wo_per_channel_f32", "uint4_wo_per_channel", "float32", {}),
-    ("mxfp4_f32", "mxfp4", "float32", {}),
-    ("mxfp4_weight_only_bf16", "mxfp4_weight_only", "auto", {}),
-    ("int4_wo_128_gptq_f32", "int4_wo_128", "float32", {"algorithm": ["gptq"]}),
-    ("int4_wo_128_gptq_bf16", "int4_wo_128", "auto", {"algorithm": ["gptq"]}),
-    # Schemes of the other issue-17 helpers (H1: mxfp6, mxfp4_fp8, int4_fp8, int4_wa_64;
-    # H2: nvfp4, amdfp4*): add their lines here once qloom writes them.
+    # Dynamic or no activation scales: the weights do not depend on calibration (one sample).
+    ("int4_wo_64_bf16", "int4_wo_64", "auto", {"num_calib_data": 1}),
+    ("uint4_wo_32_bf16", "uint4_wo_32", "auto", {"num_calib_data": 1}),
+    ("int4_wo_per_channel_bf16", "int4_wo_per_channel", "auto", {"num_calib_data": 1}),
+    ("ptpc_fp8_bf16", "ptpc_fp8", "auto", {"num_calib_data": 1}),
+    ("mxfp4_bf16", "mxfp4", "auto", {"num_calib_data": 1}),
+    ("mxfp4_weight_only_bf16", "mxfp4_weight_only", "auto", {"num_calib_data": 1}),
+    ("fp8_kv_attn_f32", "fp8", "float32", {"kv_cache_scheme": "fp8", "attention_scheme": "fp8"}),
+    ("int8_f32", "int8", "float32", {}),
+    # Schemes of the other issue-17 helpers join here once qloom writes them (one line each):
+    # H1: mxfp6_e2m3, mxfp6_e3m2, mxfp4_mxfp6_e2m3, mxfp4_fp8, int4_fp8, int4_wa_64;
+    # H2: nvfp4, amdfp4, amdfp4_g32, amdfp4_global16, amdfp4_global32.
 ]
 
 # Modules whose every tensor is hashed (plus each tracked layer's self_attn.prob_output_scale).
@@ -82,10 +78,10 @@ TRACKED_L0 = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.d
 TRACKED_LAST = ["self_attn.q_proj", "mlp.down_proj"]
 
 
-def calibration(tokenizer):
+def calibration(tokenizer, n):
     samples = []
     for line in CALIB.read_text(encoding="utf-8").split("\n"):
-        if len(samples) == NUM_CALIB:
+        if len(samples) == n:
             break
         if not line.strip():
             continue
@@ -110,7 +106,9 @@ ST_DTYPE = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16", 
             torch.int8: "I8", torch.uint8: "U8", torch.float8_e4m3fn: "F8_E4M3", torch.int64: "I64"}
 
 
-def run_one(model_dir, sid, scheme, data_type, extra, samples):
+def run_one(model_dir, sid, scheme, data_type, extra, tokenizer):
+    n_calib = extra.pop("num_calib_data", NUM_CALIB)
+    samples = calibration(tokenizer, n_calib)
     dtype = {"float32": torch.float32, "auto": "auto"}[data_type]
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
     model.eval()
@@ -145,7 +143,7 @@ def run_one(model_dir, sid, scheme, data_type, extra, samples):
                     if t.numel() == 1:
                         scalars[name] = [dt, raw[::-1].hex()]
     listing.sort()
-    args = ["--quant_scheme", scheme, "--dataset", "c4", "--num_calib_data", str(NUM_CALIB),
+    args = ["--quant_scheme", scheme, "--dataset", "c4", "--num_calib_data", str(n_calib),
             "--seq_len", str(SEQ_LEN), "--data_type", "bfloat16" if data_type == "auto" else data_type]
     if extra.get("algorithm"):
         args += ["--quant_algo", ",".join(extra["algorithm"])]
@@ -158,7 +156,7 @@ def run_one(model_dir, sid, scheme, data_type, extra, samples):
     return {
         "id": sid,
         "settings": {"quant_scheme": scheme, "data_type": data_type, **extra,
-                     "num_calib_data": NUM_CALIB, "seq_len": SEQ_LEN, "quark_seconds": round(seconds, 1),
+                     "num_calib_data": n_calib, "seq_len": SEQ_LEN, "quark_seconds": round(seconds, 1),
                      "qloom_args": args},
         "quantization_config": cfg["quantization_config"],
         "tensor_count": len(listing),
@@ -173,11 +171,11 @@ def main():
     only = set(sys.argv[2:])
     OUT.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    samples = calibration(AutoTokenizer.from_pretrained(model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     for sid, scheme, data_type, extra in SCHEMES:
         if only and sid not in only:
             continue
-        g = run_one(model_dir, sid, scheme, data_type, extra, samples)
+        g = run_one(model_dir, sid, scheme, data_type, dict(extra), tokenizer)
         g["generator"] = {"amd-quark": quark.__version__, "torch": torch.__version__,
                           "transformers": transformers.__version__, "model": os.path.basename(model_dir.rstrip("/"))}
         (OUT / f"{sid}.json").write_text(json.dumps(g, indent=1, sort_keys=True) + "\n")
