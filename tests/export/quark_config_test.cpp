@@ -1,7 +1,8 @@
 // Tests of the Quark quantization_config: spec JSON (keys, order, null
 // conventions), exclude handling, KV entries, and the whole config.json
 // compared with what AMD Quark 0.12.post1 itself wrote for the demo model
-// (tests/data/quark/<scheme>/config.json, see its README).
+// (tests/data/quark/<scheme>/config.json, see its README): the 0.12.post1
+// form (QuarkFormat::k0_12). The 0.13 form: quark_config_013_test.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,6 +24,7 @@ using nlohmann::ordered_json;
 using namespace qloom;
 using namespace qloom::exporter;
 using qloom::test::catch_error;
+constexpr QuarkFormat k012 = QuarkFormat::k0_12;
 
 const fs::path kGolden = fs::path(QLOOM_TEST_DATA_DIR) / "quark";
 
@@ -39,7 +41,7 @@ std::vector<std::string> keys_of(const ordered_json& j) {
 }
 
 TEST(QuarkSpecJson, SixteenKeysInQuarkOrder) {
-  const ordered_json j = quant_spec_to_json(test::fp8_per_tensor());
+  const ordered_json j = quant_spec_to_json(test::fp8_per_tensor(), k012);
   EXPECT_EQ(keys_of(j), (std::vector<std::string>{
                             "dtype", "is_dynamic", "qscheme", "ch_axis", "group_size", "block_size",
                             "symmetric", "round_method", "scale_type", "scale_format",
@@ -54,23 +56,23 @@ TEST(QuarkSpecJson, SixteenKeysInQuarkOrder) {
 }
 
 TEST(QuarkSpecJson, NullConventions) {
-  const ordered_json g = quant_spec_to_json(test::int4_per_group(128));
+  const ordered_json g = quant_spec_to_json(test::int4_per_group(128), k012);
   EXPECT_EQ(g["qscheme"], "per_group");
   EXPECT_EQ(g["ch_axis"], -1);
   EXPECT_EQ(g["group_size"], 128);
   EXPECT_EQ(g["symmetric"], true);
   EXPECT_EQ(g["observer_cls"], "PerGroupMinMaxObserver");
-  const ordered_json c = quant_spec_to_json(test::int4_per_channel(/*unsigned=*/true));
+  const ordered_json c = quant_spec_to_json(test::int4_per_channel(/*unsigned=*/true), k012);
   EXPECT_EQ(c["ch_axis"], 0);
   EXPECT_TRUE(c["group_size"].is_null());
   EXPECT_EQ(c["symmetric"], false);
   EXPECT_EQ(c["dtype"], "uint4");
-  const ordered_json mx = quant_spec_to_json(test::mxfp4());
+  const ordered_json mx = quant_spec_to_json(test::mxfp4(), k012);
   EXPECT_EQ(mx["dtype"], "fp4");
   EXPECT_TRUE(mx["symmetric"].is_null());  // OCP_MXSpec: symmetric=None
   EXPECT_EQ(mx["scale_format"], "e8m0");
   EXPECT_EQ(mx["scale_calculation_mode"], "even");
-  const ordered_json kv = quant_spec_to_json(test::fp8_kv());
+  const ordered_json kv = quant_spec_to_json(test::fp8_kv(), k012);
   EXPECT_TRUE(kv["scale_type"].is_null());
 }
 
@@ -100,9 +102,9 @@ TEST(QuarkSpecJson, MatchesQuarkForEveryScheme) {
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.scheme) + " " + c.path);
     const json g = golden_qc(c.scheme)["global_quant_config"][c.path];
-    EXPECT_EQ(plain(quant_spec_to_json(c.spec)), g);
+    EXPECT_EQ(plain(quant_spec_to_json(c.spec, k012)), g);
     const quant::QuantSpec back = quant_spec_from_json(g, c.path, "config.json");
-    EXPECT_EQ(plain(quant_spec_to_json(back)), g);
+    EXPECT_EQ(plain(quant_spec_to_json(back, k012)), g);
     EXPECT_EQ(back.dtype, c.spec.dtype);
     EXPECT_EQ(back.qscheme, c.spec.qscheme);
     EXPECT_EQ(back.group_size, c.spec.group_size);
@@ -114,13 +116,13 @@ TEST(QuarkSpecJson, MatchesQuarkForEveryScheme) {
   }
   // The KV output spec.
   const json kv = golden_qc("fp8")["kv_cache_quant_config"]["*k_proj"]["output_tensors"];
-  EXPECT_EQ(plain(quant_spec_to_json(test::fp8_kv())), kv);
+  EXPECT_EQ(plain(quant_spec_to_json(test::fp8_kv(), k012)), kv);
   EXPECT_EQ(quant_spec_from_json(kv, "kv"), test::fp8_kv());
 }
 
 TEST(QuarkSpecJson, ReadsOtherQuarkVersionsAndLegacyKeys) {
   // 13-key form of amd-quark 0.9 - 0.11 (no block_size / buffer keys).
-  json j = plain(quant_spec_to_json(test::int4_per_group(64)));
+  json j = plain(quant_spec_to_json(test::int4_per_group(64), k012));
   j.erase("block_size");
   j.erase("enable_buffer_reuse");
   j.erase("max_input_numel");
@@ -129,7 +131,7 @@ TEST(QuarkSpecJson, ReadsOtherQuarkVersionsAndLegacyKeys) {
   j["zero_point_type"] = "int32";
   EXPECT_EQ(quant_spec_from_json(j, "w"), test::int4_per_group(64));
   // Legacy "dynamic" / "axis".
-  json l = plain(quant_spec_to_json(test::int4_per_group(64)));
+  json l = plain(quant_spec_to_json(test::int4_per_group(64), k012));
   l["dynamic"] = l["is_dynamic"];
   l.erase("is_dynamic");
   l["axis"] = l["ch_axis"];
@@ -138,7 +140,7 @@ TEST(QuarkSpecJson, ReadsOtherQuarkVersionsAndLegacyKeys) {
 }
 
 TEST(QuarkSpecJson, StrictErrors) {
-  const json good = plain(quant_spec_to_json(test::int4_per_group(32)));
+  const json good = plain(quant_spec_to_json(test::int4_per_group(32), k012));
   auto err = [&](json j) { return catch_error([&] { quant_spec_from_json(j, "qc.global_quant_config.weight", "config.json"); }); };
 
   json j = good;
@@ -170,16 +172,23 @@ TEST(QuarkSpecJson, StrictErrors) {
   j["scale_format"] = "float32";
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
   j = good;
-  j["is_scale_quant"] = true;
+  j["block_size"] = 32;
+  EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
+  j = good;
+  j["mx_element_dtype"] = "fp4";
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
   j = good;
   j["zero_point_type"] = "float32";
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(err(json::array()).kind(), ErrorKind::kInvalidInput);
 
+  // Two-stage lists hold two specs, and only for weight / input_tensors.
   json layer = plain(layer_spec_to_json({}));
-  layer["weight"] = json::array({good, good});
+  layer["weight"] = json::array({good, good, good});
   EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).kind(), ErrorKind::kUnsupported);
+  layer["weight"] = nullptr;
+  layer["output_tensors"] = json::array({good, good});
+  EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).item(), "g.output_tensors");
 }
 
 TEST(QuarkExclude, ExpandsLikeQConfigPostInit) {
@@ -210,12 +219,14 @@ TEST(QuarkExclude, ModuleNamesLikeQuarkQuantizeFlow) {
   for (const char* scheme : {"int4_wo_32", "uint4_wo_per_channel", "mxfp4"}) {
     SCOPED_TRACE(scheme);
     QuarkConfigInput in;
+    in.format = k012;
     in.exclude = {"lm_head", "*down_proj"};
     in.quantizable_modules = test::demo_modules();
     const ordered_json qc = build_quantization_config(in);
     EXPECT_EQ(plain(qc["exclude"]), golden_qc(scheme)["exclude"]);
   }
   QuarkConfigInput in;
+  in.format = k012;
   in.exclude = {"lm_head"};
   EXPECT_EQ(plain(build_quantization_config(in)["exclude"]), json({"lm_head.*", "lm_head"}));
 }
@@ -228,7 +239,7 @@ QuarkConfigInput fp8_kv_input() {
   in.quantizable_modules = test::demo_modules();
   in.kv_cache = test::fp8_kv();
   in.kv_cache_layers = {"*k_proj", "*v_proj"};
-  in.quark_version = "0.12.post1";
+  in.format = k012;
   return in;
 }
 
@@ -276,7 +287,7 @@ TEST(QuarkConfig, EverySchemeEqualsQuarkOutput) {
     in.exclude = {};
     for (const auto& e : golden["exclude"]) in.exclude.push_back(e.get<std::string>());
     in.quantizable_modules = test::demo_modules();
-    in.quark_version = "0.12.post1";
+    in.format = k012;
     EXPECT_EQ(plain(build_quantization_config(in)), golden);
   }
 }
@@ -340,7 +351,7 @@ TEST(QuarkConfig, KvEntriesFollowQuarkResolution) {
   quant::LayerQuantSpec attn;
   attn.weight = test::int8_per_tensor();
   attn.input = test::int8_per_tensor();
-  in.layer_quant_config["*self_attn*"] = attn;
+  in.layer_quant_config.emplace_back("*self_attn*", attn);
   in.exclude = {"lm_head", "*v_proj"};
   const json qc = plain(build_quantization_config(in));
   EXPECT_EQ(qc["kv_cache_quant_config"]["*k_proj"]["weight"]["dtype"], "int8");
@@ -382,7 +393,7 @@ TEST(QuarkConfig, ExportBlockAndOptions) {
   EXPECT_EQ(qc["export"]["weight_format"], "real_quantized");
   EXPECT_TRUE(qc["export"]["weight_merge_groups"].is_null());
   EXPECT_EQ(qc["algo_config"][0]["name"], "awq");
-  EXPECT_EQ(qc["version"], kQuarkFormatVersion);
+  EXPECT_EQ(qc["version"], "0.12.post1");
 
   in.pack_method = "zigzag";
   EXPECT_EQ(catch_error([&] { build_quantization_config(in); }).kind(), ErrorKind::kUsage);

@@ -160,7 +160,7 @@ nlohmann::ordered_json fp8_kv_config() {
   in.quantizable_modules = test::demo_modules();
   in.kv_cache = test::fp8_kv();
   in.kv_cache_layers = {"*k_proj", "*v_proj"};
-  in.quark_version = "0.12.post1";
+  in.format = QuarkFormat::k0_12;  // compared with tests/data/quark (amd-quark 0.12.post1)
   return build_quantization_config(in);
 }
 

@@ -41,9 +41,10 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
   std::printf("  %-22s %.2fx\n", "ratio", s.bytes_after ? double(s.bytes_before) / double(s.bytes_after) : 0.0);
   std::printf("  %-22s %.3f (quantized weights incl. scales)\n", "bits per weight", s.bits_per_weight);
   if (s.calibrated)
-    std::printf("  %-22s %s samples, %s tokens from %s in %s; %s static scales\n", "calibration",
+    std::printf("  %-22s %s samples, %s tokens from %s in %s (--data_type %s); %s static scales\n", "calibration",
                 format_count(s.calib_samples).c_str(), format_count(s.calib_tokens).c_str(), s.calib_source.c_str(),
-                format_duration(s.calib_seconds).c_str(), format_count(s.static_scales).c_str());
+                format_duration(s.calib_seconds).c_str(), o.data_type.c_str(), format_count(s.static_scales).c_str());
+  std::printf("  %-22s amd-quark %s form\n", "quantization_config", o.quark_format_version.c_str());
   for (const auto& f : s.algo_config_files)
     std::printf("  %-22s %s from %s (sha256 %s)\n", "algorithm config", f.algo.c_str(), f.path.c_str(),
                 f.sha256.c_str());

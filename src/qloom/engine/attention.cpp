@@ -38,7 +38,7 @@ double sum_of(const float* x, int64_t n) {
 }  // namespace
 
 void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
-                const float* v, float* out, ThreadPool& pool) {
+                const float* v, float* out, ThreadPool& pool, const AttentionProbsHook* probs) {
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
   const int64_t qrow = s.heads * hd, kvrow = s.kv_heads * hd;
   pool.parallel_for(T * s.heads, [&](int64_t begin, int64_t end) {
@@ -65,6 +65,13 @@ void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0
         scores[static_cast<size_t>(j)] = e;
         sum += e;
       }
+      double inv = 1.0 / sum;
+      if (probs && probs->fn) {  // the hook sees (and may change) the normalized row
+        for (int64_t j = lo; j <= p; ++j)
+          scores[static_cast<size_t>(j)] = static_cast<float>(scores[static_cast<size_t>(j)] * inv);
+        (*probs)(scores.data() + lo, 1, p - lo + 1);
+        inv = 1.0;
+      }
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = lo; j <= p; ++j) {
         const float pj = scores[static_cast<size_t>(j)];
@@ -72,14 +79,13 @@ void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0
         for (int64_t i = 0; i < hd; ++i) acc[static_cast<size_t>(i)] += static_cast<double>(pj) * vv[i];
       }
       float* o = out + t * qrow + h * hd;
-      const double inv = 1.0 / sum;
       for (int64_t i = 0; i < hd; ++i) o[i] = static_cast<float>(acc[static_cast<size_t>(i)] * inv);
     }
   });
 }
 
 void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
-            const float* v, float* out, ThreadPool& pool) {
+            const float* v, float* out, ThreadPool& pool, const AttentionProbsHook* probs) {
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
   const int64_t qrow = s.heads * hd, kvrow = s.kv_heads * hd;
   // Query block: enough rows for the GEMM kernels, few enough blocks to
@@ -138,6 +144,7 @@ void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, co
         const float inv = static_cast<float>(1.0 / sum);
         for (int64_t j = 0; j < nk; ++j) sr[j] *= inv;
       }
+      if (probs) (*probs)(scores.data(), rows, nk);
       mixed.resize(static_cast<size_t>(rows * hd));
       linear(scores.data(), rows, vw, mixed.data(), pool);
       for (int64_t hh = 0; hh < group; ++hh)
@@ -177,6 +184,18 @@ void project_qkv(ForwardContext& ctx, int layer, const AttentionShape& s, const 
   }
 }
 
+// The caller's attention_probs hook for this layer's attention module (the
+// parent of o_proj), or an empty hook.
+AttentionProbsHook probs_hook(const ForwardContext& ctx, int layer, const AttentionWeights& w) {
+  AttentionProbsHook h;
+  if (!ctx.hooks || !ctx.hooks->attention_probs) return h;
+  h.fn = &ctx.hooks->attention_probs;
+  h.site.layer = layer;
+  const size_t dot = w.o.name.rfind('.');
+  h.site.module = dot == std::string::npos ? w.o.name : w.o.name.substr(0, dot);
+  return h;
+}
+
 // An fp8 KV cache stores K and V rounded to fp8 at the layer's scales.
 void round_kv(const AttentionShape& s, float* k, float* v, int64_t n) {
   if (s.kv_k_scale <= 0.0f) return;
@@ -204,7 +223,8 @@ void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, 
   round_kv(s, k.data(), v.data(), T * kn);
   std::memcpy(kc + pos0 * kn, k.data(), sizeof(float) * T * kn);
   std::memcpy(vc + pos0 * kn, v.data(), sizeof(float) * T * kn);
-  attend(s, q.data(), T, pos0, kc, vc, context, ctx.pool);
+  const AttentionProbsHook hook = probs_hook(ctx, layer, w);
+  attend(s, q.data(), T, pos0, kc, vc, context, ctx.pool, hook.fn ? &hook : nullptr);
 }
 
 void attention_block(ForwardContext& ctx, int layer, const AttentionShape& s,
@@ -221,6 +241,7 @@ void attention_block_rows(ForwardContext& ctx, int layer, const AttentionShape& 
   std::vector<float> q, k, v;
   project_qkv(ctx, layer, s, w, h, B, q, k, v);
   std::vector<float> context(static_cast<size_t>(B * qn)), cos, sin;
+  const AttentionProbsHook hook = probs_hook(ctx, layer, w);
   for (int64_t b = 0; b < B; ++b) {
     const RowSlot& r = rows[b];
     rope.tables(r.pos, 1, cos, sin);
@@ -229,7 +250,7 @@ void attention_block_rows(ForwardContext& ctx, int layer, const AttentionShape& 
     round_kv(s, k.data() + b * kn, v.data() + b * kn, kn);
     std::memcpy(r.kc + r.pos * kn, k.data() + b * kn, sizeof(float) * kn);
     std::memcpy(r.vc + r.pos * kn, v.data() + b * kn, sizeof(float) * kn);
-    attend(s, q.data() + b * qn, 1, r.pos, r.kc, r.vc, context.data() + b * qn, ctx.pool);
+    attend(s, q.data() + b * qn, 1, r.pos, r.kc, r.vc, context.data() + b * qn, ctx.pool, hook.fn ? &hook : nullptr);
   }
   ctx.run_linear(w.o, layer, context.data(), B, out);
 }

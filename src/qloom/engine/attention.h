@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "qloom/engine/attention_probs.h"
 #include "qloom/engine/forward_context.h"
 #include "qloom/engine/layer_weights.h"
 #include "qloom/engine/rope.h"
@@ -30,10 +31,12 @@ struct AttentionShape {
 // then one GEMM for P·V; parallel over (KV head, query block).
 // attend_ref(): the plain reference, one (query, head) at a time with double
 // accumulation; tests/engine/attention_test.cpp compares the two.
+// `probs` (optional) sees each block of normalized softmax rows before they
+// weigh the values (attention_probs.h); attend_ref offers it one row at a time.
 void attend(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
-            const float* v, float* out, ThreadPool& pool);
+            const float* v, float* out, ThreadPool& pool, const AttentionProbsHook* probs = nullptr);
 void attend_ref(const AttentionShape& s, const float* q, int64_t T, int64_t pos0, const float* k,
-                const float* v, float* out, ThreadPool& pool);
+                const float* v, float* out, ThreadPool& pool, const AttentionProbsHook* probs = nullptr);
 
 // The whole attention sub-block: h [T, hidden] -> out [T, hidden]. Writes
 // this layer's K/V at positions [pos0, pos0 + T) of `kc` / `vc` (this layer's

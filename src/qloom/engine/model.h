@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "qloom/core/thread_pool.h"
+#include "qloom/engine/attention_probs.h"
 #include "qloom/engine/model_config.h"
 #include "qloom/engine/weight_source.h"
 
@@ -41,6 +42,9 @@ struct ForwardHooks {
   std::function<void(const LinearSite&, float* x, int64_t rows, int64_t cols)> linear_input;
   // Called with the linear's output y[rows, cols] after matmul (+bias); may modify it.
   std::function<void(const LinearSite&, float* y, int64_t rows, int64_t cols)> linear_output;
+  // Called with each attention module's softmax output before it weighs the
+  // values; may modify it (attention_probs.h: thread-safe, row-independent).
+  AttentionProbsFn attention_probs;
 };
 
 struct LoadOptions {

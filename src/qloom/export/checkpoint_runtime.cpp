@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "qloom/core/error.h"
+#include "qloom/export/attention_quant.h"
 #include "qloom/export/native_linear.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
@@ -90,8 +91,7 @@ std::optional<quant::StaticQParams> static_qparams(const std::string& module, Ac
   if (spec.is_dynamic) return std::nullopt;
   const auto q = unpack_activation_qparams(module, role, lookup);
   if (!q) {
-    const char* what = role == ActivationRole::kInput ? ".input_scale" : ".output_scale";
-    throw Error(ErrorKind::kInvalidInput, file, module + what,
+    throw Error(ErrorKind::kInvalidInput, file, module + "." + activation_role_prefix(role) + "_scale",
                 "quantization_config gives this linear a static activation spec, but the checkpoint has no scale for it",
                 "re-export the checkpoint with its calibrated scales");
   }
@@ -278,7 +278,9 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir, Runtime runti
   const size_t act_sim = count_sims(*c.sims, true), kv_sim = count_sims(*c.sims, false);
   rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(c.weight_specs), std::move(c.natives), order);
   install_hooks(c.sims, rt.hooks);
+  const size_t attn_sim = install_attention_sim(dir, qc, rt.hooks, file);
   rt.description = describe(rt, c.quantized, act_sim, kv_sim);
+  if (attn_sim) rt.description += ", " + std::to_string(attn_sim) + " attention softmax outputs simulated (fp8)";
   return rt;
 }
 

@@ -42,6 +42,21 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
       ->required();
   sub.add_option(flag_names("quant_scheme"), o.quant_scheme, "one of: " + scheme_list())->required();
   sub.add_option(flag_names("kv_cache_dtype"), o.kv_cache_dtype, "KV cache quantization: fp8");
+  sub.add_option(flag_names("attention_dtype"), o.attention_dtype,
+                 "attention quantization: fp8 (static fp8 scales for the softmax output and the q_proj output, "
+                 "as Quark's attention_scheme)");
+  sub.add_flag(flag_names("kv_cache_post_rope"), o.kv_cache_post_rope,
+               "Quark's kv_cache_post_rope (KV scales of the keys after RoPE); not supported by qloom yet");
+  sub.add_option(flag_names("data_type"), o.data_type,
+                 "dtype of the calibration forward and observers: float32 (qloom's default; Quark run with "
+                 "--data_type float32), bfloat16 or auto (Quark's default: the checkpoint's dtype)")
+      ->check(CLI::IsMember({"auto", "float16", "bfloat16", "float32"}))
+      ->capture_default_str();
+  sub.add_option(flag_names("quark_format_version"), o.quark_format_version,
+                 "quantization_config form: 0.13 (amd-quark 0.13, default) or 0.12.post1 (16-key specs, expanded "
+                 "exclude patterns); vLLM loads both")
+      ->check(CLI::IsMember({"0.13", "0.12.post1"}))
+      ->capture_default_str();
   sub.add_option(flag_names("layer_quant_scheme"), o.layer_quant_scheme,
                  "PATTERN SCHEME: a different scheme for matching layers (repeatable)");
   sub.add_option(flag_names("exclude_layers"), o.exclude_layers,
@@ -108,6 +123,11 @@ std::vector<std::string> quantize_args(const QuantizeCommand& cmd) {
   std::vector<std::string> a = {"--model_dir", o.model_dir.string(), "--output_dir", o.output_dir.string(),
                                 "--quant_scheme", o.quant_scheme};
   if (!o.kv_cache_dtype.empty()) a.insert(a.end(), {"--kv_cache_dtype", o.kv_cache_dtype});
+  if (!o.attention_dtype.empty()) a.insert(a.end(), {"--attention_dtype", o.attention_dtype});
+  if (o.kv_cache_post_rope) a.push_back("--kv_cache_post_rope");
+  if (o.data_type != d.data_type) a.insert(a.end(), {"--data_type", o.data_type});
+  if (o.quark_format_version != d.quark_format_version)
+    a.insert(a.end(), {"--quark_format_version", o.quark_format_version});
   for (const auto& [pattern, scheme] : o.layer_quant_scheme) a.insert(a.end(), {"--layer_quant_scheme", pattern, scheme});
   if (!o.exclude_layers.empty()) {
     a.push_back("--exclude_layers");

@@ -26,6 +26,11 @@ void check_supported(const QuantizeOptions& o) {
                 "pass --device cpu (or omit it)");
   (void)parse_export_formats(o.model_export);
   if (!o.kv_cache_dtype.empty()) (void)quant::kv_cache_spec(o.kv_cache_dtype);  // kUsage for unknown dtypes
+  if (o.kv_cache_post_rope)
+    throw Error(ErrorKind::kUnsupported, "", "--kv_cache_post_rope",
+                "post-RoPE KV-cache scales (Quark's cache integration) are not calibrated by qloom",
+                "omit --kv_cache_post_rope (vLLM applies the same per-tensor KV scales either way)");
+  (void)parse_quark_format(o.quark_format_version);
 }
 
 ExportOptions export_options(const QuantizeOptions& o, const OutputPublisher& out) {
@@ -42,6 +47,16 @@ ExportOptions export_options(const QuantizeOptions& o, const OutputPublisher& ou
 std::vector<PlannedTensor> plan_tensors(const io::ModelDir& src, const JobPlan& plan, bool has_stages,
                                         bool& pipelined) {
   std::vector<PlannedTensor> tensors = plan_quark_export(src.weights(), plan.planned_modules);
+  // --attention_dtype: every attention module's softmax-output scale
+  // (Quark quantizes the softmax of each module named *attn / *attention,
+  // excluded projections or not).
+  if (plan.config.softmax)
+    for (const auto& name : src.weights().tensor_names()) {
+      static const std::string kO = ".self_attn.o_proj.weight";
+      if (name.size() > kO.size() && name.compare(name.size() - kO.size(), kO.size(), kO) == 0)
+        tensors.push_back(PlannedTensor::activation(name.substr(0, name.size() - std::string(".o_proj.weight").size()),
+                                                    ActivationRole::kProbs, *plan.config.softmax));
+    }
   const bool static_scales = std::any_of(tensors.begin(), tensors.end(),
                                          [](const PlannedTensor& p) { return p.kind == PlannedKind::kActivation; });
   pipelined = has_stages || static_scales;

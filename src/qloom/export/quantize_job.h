@@ -20,6 +20,25 @@ struct QuantizeOptions {
   std::filesystem::path output_dir;
   std::string quant_scheme;
   std::string kv_cache_dtype;  // "" or "fp8"
+  // --attention_dtype (Quark's attention_scheme, template.py
+  // _set_attention_config): "" or "fp8": the softmax output (attention
+  // probabilities, exported as <attn>.prob_output_scale) and the q
+  // projections' outputs (<q_proj>.output_scale) get static per-tensor fp8
+  // scales, calibrated like the KV cache.
+  std::string attention_dtype;
+  // --kv_cache_post_rope: QConfig.kv_cache_post_rope (KV scales observed on
+  // the keys after RoPE, Quark's cache integration). qloom refuses it
+  // (kUnsupported) until its calibration observes post-RoPE keys.
+  bool kv_cache_post_rope = false;
+  // --data_type (quantize_quark.py's option; auto | float16 | bfloat16 |
+  // float32): the dtype the calibration forward and the observers compute
+  // in. qloom's default is float32 (Quark run with --data_type float32);
+  // Quark's own default "auto" is the checkpoint's dtype (bf16 for most
+  // models), which qloom emulates for bf16 (quant/pipeline.h).
+  std::string data_type = "float32";
+  // --quark_format_version: the quantization_config form, "0.13" (default)
+  // or "0.12.post1" (export/quark_config.h).
+  std::string quark_format_version = "0.13";
   std::vector<std::pair<std::string, std::string>> layer_quant_scheme;
   std::vector<std::string> exclude_layers;
   // "" = RTN. Otherwise Quark's --quant_algo names, comma-separated, run as

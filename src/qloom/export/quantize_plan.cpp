@@ -4,7 +4,9 @@
 #include <optional>
 
 #include "qloom/core/error.h"
+#include "qloom/export/attention_quant.h"
 #include "qloom/model/decoder_layout.h"
+#include "qloom/quant/algorithm_registry.h"
 #include "qloom/quant/scheme_registry.h"
 
 namespace qloom::exporter {
@@ -97,19 +99,44 @@ QuarkConfigInput config_input(const QuantizeOptions& o, const io::ModelDir& src,
   QuarkConfigInput ci;
   ci.global = quant::find_scheme(o.quant_scheme)->linear;
   for (const auto& [pattern, scheme] : o.layer_quant_scheme)
-    ci.layer_quant_config[pattern] = quant::find_scheme(scheme)->linear;
+    ci.layer_quant_config.emplace_back(pattern, quant::find_scheme(scheme)->linear);
   ci.exclude = plan.selection.exclude;
   ci.exclude.insert(ci.exclude.end(), plan.unsupported.begin(), plan.unsupported.end());
   ci.algo_config = nullptr;
   ci.quantizable_modules = quark_module_order(src.config());
   ci.min_kv_scale = o.min_kv_scale;
   ci.pack_method = o.pack_method;
+  ci.format = parse_quark_format(o.quark_format_version);
+  ci.kv_cache_post_rope = o.kv_cache_post_rope;
+  if (!o.attention_dtype.empty()) {
+    ci.softmax = attention_output_spec(o.attention_dtype);
+    ci.q_layers = q_layer_patterns(src.model_type());
+  }
   if (!o.kv_cache_dtype.empty()) {
     ci.kv_cache = quant::kv_cache_spec(o.kv_cache_dtype);
     const quant::ModelTemplate* t = quant::find_model_template(src.model_type());
     ci.kv_cache_layers = t && !t->kv_layers.empty() ? t->kv_layers : std::vector<std::string>{"*k_proj", "*v_proj"};
   }
   return ci;
+}
+
+// Quark's GPTQ-family processors (gptq, gptaq, qronos) quantize from the
+// weights in fp32 and keep the scales they compute: amd-quark 0.13 exports
+// their weight_scale as F32 whatever the model dtype (RTN keeps the model
+// dtype). The planned (not the configured) weight spec says so through
+// scale_type "float32" (quant::quark_scale_dtype), for the decoder-layer
+// linears the pipeline hands to the algorithm; config.json keeps Quark's
+// "float".
+void fp32_algorithm_scales(const QuantizeOptions& o, JobPlan& plan) {
+  bool gptq_family = false;
+  if (!o.quant_algo.empty())
+    for (const auto& a : quant::split_quant_algo(o.quant_algo))
+      if (a == "gptq" || a == "gptaq" || a == "qronos") gptq_family = true;
+  if (!gptq_family) return;
+  for (auto& [module, spec] : plan.planned_modules)
+    if (spec.weight && spec.weight->scale_format == quant::ScaleFormat::kFloat && spec.weight->scale_type == "float" &&
+        module.find(".layers.") != std::string::npos)
+      spec.weight->scale_type = "float32";
 }
 
 }  // namespace
@@ -165,7 +192,7 @@ void drop_unfit_layers(const QuantizeOptions& o, const io::WeightIndex& w, DType
 
 void plan_config(const QuantizeOptions& o, const io::ModelDir& src, JobPlan& plan) {
   plan.config = config_input(o, src, plan);
-  const nlohmann::json qc = nlohmann::json::parse(build_quantization_config(plan.config).dump());
+  const nlohmann::ordered_json qc = build_quantization_config(plan.config);
   for (const auto& c : plan.selection.layers) {
     auto spec = resolve_layer_quant_spec(qc, c.module);
     if (!spec) continue;
@@ -173,6 +200,7 @@ void plan_config(const QuantizeOptions& o, const io::ModelDir& src, JobPlan& pla
     if (spec->weight || (spec->input && !spec->input->is_dynamic) || (spec->output && !spec->output->is_dynamic))
       plan.planned_modules[c.module] = *spec;
   }
+  fp32_algorithm_scales(o, plan);
   if (o.kv_cache_dtype.empty()) return;
   const bool any_kv = std::any_of(plan.planned_modules.begin(), plan.planned_modules.end(),
                                   [](const auto& m) { return m.second.output.has_value(); });

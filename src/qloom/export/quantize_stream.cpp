@@ -66,23 +66,37 @@ float amax_of(const std::map<std::string, float>& table, const std::string& modu
 
 using ScaleMap = std::map<std::pair<std::string, ActivationRole>, float>;
 
+bool is_kv_module(const std::string& module, const std::vector<std::string>& kv_patterns) {
+  for (const auto& p : kv_patterns)
+    if (fnmatch(module, p)) return true;
+  return false;
+}
+
 // The static scales of the activation entries of `plan` from observed amax.
-// KV cache: per attention block, k and v share max(k, v, min_kv_scale).
-ScaleMap scales_from_amax(const QuantizeOptions& o, const std::vector<PlannedTensor>& plan,
-                          const std::map<std::string, float>& input_amax,
-                          const std::map<std::string, float>& output_amax, DType model_dtype, uint64_t& fallbacks) {
+// KV cache (outputs of the kv_patterns layers): per attention block, k and v
+// share max(k, v, min_kv_scale). Other outputs (q_proj under
+// --attention_dtype) and softmax outputs (kProbs) get their own scale.
+ScaleMap scales_from_amax(const QuantizeOptions& o, const std::vector<PlannedTensor>& plan, const LayerAmax& amax,
+                          const std::vector<std::string>& kv_patterns, DType model_dtype, uint64_t& fallbacks) {
   ScaleMap scales;
   std::map<std::string, quant::QuantSpec> out_specs;
   for (const auto& p : plan) {
     if (p.kind != PlannedKind::kActivation) continue;
     const DType sdt = quant::quark_scale_dtype(p.spec, model_dtype);
-    if (p.role == ActivationRole::kInput) {
-      scales[{p.module, p.role}] =
-          quant::static_scale_from_amax(amax_of(input_amax, p.module, fallbacks), p.spec, sdt, model_dtype);
-    } else {
-      out_specs[p.module] = p.spec;
+    const std::map<std::string, float>* table = &amax.input;
+    if (p.role == ActivationRole::kOutput) {
+      if (is_kv_module(p.module, kv_patterns)) {
+        out_specs[p.module] = p.spec;
+        continue;
+      }
+      table = &amax.output;
+    } else if (p.role == ActivationRole::kProbs) {
+      table = &amax.probs;
     }
+    scales[{p.module, p.role}] =
+        quant::static_scale_from_amax(amax_of(*table, p.module, fallbacks), p.spec, sdt, model_dtype);
   }
+  const std::map<std::string, float>& output_amax = amax.output;
   std::map<std::string, float> block_scale;
   for (const auto& [module, spec] : out_specs) {
     const DType sdt = quant::quark_scale_dtype(spec, model_dtype);
@@ -140,6 +154,15 @@ void copy_pipeline_summary(const quant::PipelineSummary& ps, QuantizeSummary& su
 
 int64_t layer_key(const PlannedTensor& p) { return layer_key(p.kind == PlannedKind::kCopy ? p.name : p.module); }
 
+bool calibration_in_bf16(const std::string& data_type, DType model_dtype) {
+  if (data_type == "float32") return false;
+  if (data_type == "bfloat16") return true;
+  if (data_type == "auto" && model_dtype != DType::kF16) return model_dtype == DType::kBF16;
+  throw Error(ErrorKind::kUnsupported, "", "--data_type",
+              "calibration in float16 is not emulated by qloom (data_type '" + data_type + "')",
+              "use --data_type float32 (qloom's default) or bfloat16");
+}
+
 void sort_by_layer(std::vector<PlannedTensor>& plan) {
   std::stable_sort(plan.begin(), plan.end(),
                    [](const PlannedTensor& a, const PlannedTensor& b) { return layer_key(a) < layer_key(b); });
@@ -164,9 +187,13 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
     if (p.kind == PlannedKind::kQuantizedWeight && layer_key(p) >= 0 && layer_key(p) != INT64_MAX)
       pr.weight_specs[p.module] = p.spec;
     if (p.kind == PlannedKind::kActivation)
-      (p.role == ActivationRole::kInput ? pr.observe_inputs : pr.observe_outputs).insert(p.module);
+      (p.role == ActivationRole::kInput    ? pr.observe_inputs
+       : p.role == ActivationRole::kOutput ? pr.observe_outputs
+                                           : pr.observe_probs)
+          .insert(p.module);
   }
   pr.model_dtype = model_dtype_;
+  pr.bf16_activations = calibration_in_bf16(o.data_type, model_dtype_);
   for (const auto& name : w.tensor_names()) pr.tensor_dtypes[name] = w.find(name)->dtype;
   pr.threads = o.threads;
   const quant::CalibrationData data = load_calibration(o, sum);
@@ -176,12 +203,12 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
 
 TensorStream::~TensorStream() = default;
 
-void TensorStream::add_scales(int64_t layer, const std::map<std::string, float>& in_amax,
-                              const std::map<std::string, float>& out_amax) {
+void TensorStream::add_scales(int64_t layer, const LayerAmax& amax) {
   std::vector<PlannedTensor> entries;
   for (const auto& p : ex_.planned())
     if (p.kind == PlannedKind::kActivation && layer_key(p) == layer) entries.push_back(p);
-  const ScaleMap s = scales_from_amax(o_, entries, in_amax, out_amax, model_dtype_, scale_fallbacks_);
+  const std::vector<std::string> kv = config_.kv_cache ? config_.kv_cache_layers : std::vector<std::string>{};
+  const ScaleMap s = scales_from_amax(o_, entries, amax, kv, model_dtype_, scale_fallbacks_);
   static_scales_.insert(s.begin(), s.end());
 }
 
@@ -189,13 +216,13 @@ void TensorStream::add_scales(int64_t layer, const std::map<std::string, float>&
 void TensorStream::run_until(int64_t layer) {
   while (pipe_ && pipe_->next_layer() < pipe_->num_layers() && (!layer_out_ || layer_out_->layer < layer)) {
     layer_out_ = pipe_->run_layer(pipe_->next_layer());
-    add_scales(layer_out_->layer, layer_out_->input_amax, layer_out_->output_amax);
+    add_scales(layer_out_->layer, {layer_out_->input_amax, layer_out_->output_amax, layer_out_->probs_amax});
   }
   if (pipe_ && layer == INT64_MAX && pipe_->next_layer() == pipe_->num_layers()) finish_pipeline();
 }
 
 void TensorStream::finish_pipeline() {
-  add_scales(INT64_MAX, pipe_->finish(), {});
+  add_scales(INT64_MAX, {pipe_->finish(), {}, {}});
   layer_out_.reset();
   copy_pipeline_summary(pipe_->summary(), sum_);
   if (scale_fallbacks_)
@@ -269,7 +296,7 @@ void TensorStream::write_scale(const PlannedTensor& p, TensorProgress& tp) {
     throw Error(ErrorKind::kInternal, "", p.module, "a static activation scale was planned but not calibrated");
   ex_.write_activation(p.module, p.role, it->second, 0);
   ++sum_.static_scales;
-  tp.name = p.module + (p.role == ActivationRole::kInput ? ".input_scale" : ".output_scale");
+  tp.name = p.module + "." + activation_role_prefix(p.role) + "_scale";
   tp.shape = "[]";
   tp.from = "calibrated";
   tp.to = spec_label(p.spec);

@@ -26,6 +26,18 @@ int64_t layer_key(const PlannedTensor& p);
 // Puts a plan in the order the pipeline produces (layer by layer, stable).
 void sort_by_layer(std::vector<PlannedTensor>& plan);
 
+// The amax one calibrated layer observed: linear inputs, linear outputs,
+// attention (softmax) outputs, by module.
+struct LayerAmax {
+  std::map<std::string, float> input, output, probs;
+};
+
+// --data_type: whether calibration rounds activations to bf16
+// (quant/bf16_calibration.h): "bfloat16", or "auto" on a bf16 model. "float32"
+// (and "auto" on an f32 model): no. kUnsupported for float16 (and "auto" on
+// an f16 model): qloom emulates bf16 only.
+bool calibration_in_bf16(const std::string& data_type, DType model_dtype);
+
 class TensorStream {
  public:
   // `ex` has its plan. With `pipelined` the calibration pipeline runs
@@ -45,8 +57,7 @@ class TensorStream {
   using ScaleMap = std::map<std::pair<std::string, ActivationRole>, float>;
   void run_until(int64_t layer);
   void finish_pipeline();
-  void add_scales(int64_t layer, const std::map<std::string, float>& in_amax,
-                  const std::map<std::string, float>& out_amax);
+  void add_scales(int64_t layer, const LayerAmax& amax);
   void write_copy(const PlannedTensor& p, TensorProgress& tp);
   void write_weight(const PlannedTensor& p, TensorProgress& tp);
   void write_scale(const PlannedTensor& p, TensorProgress& tp);

@@ -38,7 +38,7 @@ PlannedTensor PlannedTensor::quantized(std::string module, quant::QuantSpec spec
 PlannedTensor PlannedTensor::activation(std::string module, ActivationRole role, quant::QuantSpec spec) {
   PlannedTensor p;
   p.kind = PlannedKind::kActivation;
-  p.name = module + (role == ActivationRole::kInput ? ".input_scale" : ".output_scale");
+  p.name = module + "." + activation_role_prefix(role) + "_scale";
   p.module = std::move(module);
   p.role = role;
   p.spec = std::move(spec);
@@ -415,7 +415,7 @@ void QuarkExporter::write_activation(const std::string& module, ActivationRole r
   if (p.role != role)
     throw Error(ErrorKind::kUsage, m.out_dir.string(), module,
                 std::string("out of plan order: offered the ") +
-                    (role == ActivationRole::kInput ? "input" : "output") + " scale, next is " +
+                    activation_role_prefix(role) + " scale, next is " +
                     m.specs[m.next].name,
                 "write tensors in the order of planned()");
   auto ts = pack_activation_qparams(module, role, p.spec, scale, zero_point, m.model_dtype);

@@ -12,6 +12,15 @@
 
 namespace qloom::exporter {
 
+const char* activation_role_prefix(ActivationRole r) {
+  switch (r) {
+    case ActivationRole::kInput: return "input";
+    case ActivationRole::kOutput: return "output";
+    case ActivationRole::kProbs: return "prob_output";
+  }
+  return "?";
+}
+
 using quant::QDtype;
 using quant::QScheme;
 using quant::QuantizedTensor;
@@ -42,7 +51,7 @@ void check_model_dtype(DType m) {
                 "pass the source model's floating-point dtype (config.json torch_dtype)");
 }
 
-std::string role_prefix(ActivationRole r) { return r == ActivationRole::kInput ? "input" : "output"; }
+std::string role_prefix(ActivationRole r) { return activation_role_prefix(r); }
 
 // The validated layout of one quantized weight.
 struct WeightLayout {

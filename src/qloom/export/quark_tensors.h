@@ -79,7 +79,13 @@ struct ExportedTensor {
 // Which activation of a linear a static scale belongs to: its input
 // (Quark input_tensors -> <module>.input_scale) or its output (output_tensors,
 // the KV cache on k_proj / v_proj -> <module>.output_scale).
-enum class ActivationRole : uint8_t { kInput, kOutput };
+// Whose static scale: a linear's input (<module>.input_scale), its output
+// (<module>.output_scale: KV cache, q_proj under --attention_dtype), or an
+// attention module's softmax output (<attn>.prob_output_scale, Quark's
+// softmax_quant_spec; module = "model.layers.N.self_attn").
+enum class ActivationRole : uint8_t { kInput, kOutput, kProbs };
+// "input" / "output" / "prob_output": the tensor names' prefix before "_scale".
+const char* activation_role_prefix(ActivationRole r);
 
 // Storage dtype of the scales of a tensor quantized with `spec` in a model
 // whose floating dtype is `model_dtype` (bf16, f16 or f32), as the

@@ -24,7 +24,11 @@ std::vector<std::string> implemented_algorithms() { return {"awq", "gptq", "smoo
 
 std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
                                                      const std::string& model_type) {
-  if (name == "gptq") return make_gptq_stage(GptqConfig::from_json(config));
+  if (name == "gptq") {
+    GptqConfig c = GptqConfig::from_json(config);
+    c.template_modules = quark_gptq_modules(model_type);
+    return make_gptq_stage(c);
+  }
   if (name == "awq") return make_awq_stage(AwqStageConfig::from_json(config));
   if (name == "smoothquant") return make_smoothquant_stage(SmoothQuantStageConfig::from_json(config, model_type));
   const auto& known = quark_algorithms();

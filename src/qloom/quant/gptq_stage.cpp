@@ -40,7 +40,9 @@ class GptqStage final : public AlgorithmStage {
     j["damp_percent"] = c_.damp_percent;
     j["desc_act"] = c_.desc_act;
     j["static_groups"] = c_.static_groups;
-    j["inside_layer_modules"] = c_.inside_layer_modules.empty() ? seen_ : c_.inside_layer_modules;
+    j["inside_layer_modules"] = !c_.inside_layer_modules.empty() ? c_.inside_layer_modules
+                                : !c_.template_modules.empty()   ? c_.template_modules
+                                                                 : seen_;
     j["model_decoder_layers"] = c_.model_decoder_layers;
     return j;
   }
@@ -264,6 +266,20 @@ GptqConfig GptqConfig::from_json(const nlohmann::json& j) {
   if (c.desc_act && !c.static_groups)
     bad("static_groups", "desc_act requires static_groups (Quark exports only static groups)");
   return c;
+}
+
+std::vector<std::string> quark_gptq_modules(const std::string& model_type) {
+  static const std::vector<std::string> kDense = {"self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj",
+                                                  "self_attn.o_proj", "mlp.up_proj",      "mlp.gate_proj",
+                                                  "mlp.down_proj"};
+  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || model_type == "gemma2")
+    return kDense;
+  if (model_type == "gemma3_text")
+    return {"self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj",
+            "up_proj",          "gate_proj",        "down_proj"};
+  if (model_type == "phi3") return {"self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj"};
+  if (model_type == "mixtral") return {"self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj"};
+  return {};
 }
 
 std::unique_ptr<AlgorithmStage> make_gptq_stage(const GptqConfig& config) {

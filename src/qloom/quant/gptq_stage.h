@@ -43,6 +43,10 @@ struct GptqConfig {
   bool desc_act = true;
   bool static_groups = true;
   std::vector<std::string> inside_layer_modules;  // empty: every quantized linear
+  // Not a config key: Quark's per-model-type default inside_layer_modules
+  // (quark_gptq_modules), written as algo_config's inside_layer_modules when
+  // the config gives none (the linears run are still every quantized one).
+  std::vector<std::string> template_modules;
   std::string model_decoder_layers = "model.layers";
   bool true_sequential = true;  // qloom only
   int damp_retries = 4;         // qloom only
@@ -58,5 +62,10 @@ struct GptqConfig {
 };
 
 std::unique_ptr<AlgorithmStage> make_gptq_stage(const GptqConfig& config);
+
+// GPTQ_MAP[model_type].inside_layer_modules of amd-quark 0.13
+// (quark/torch/quantization/config/algo_configs.py), in Quark's order (llama:
+// k, v, q, o, up, gate, down); empty for a model type without an entry.
+std::vector<std::string> quark_gptq_modules(const std::string& model_type);
 
 }  // namespace qloom::quant

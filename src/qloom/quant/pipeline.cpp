@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "qloom/core/error.h"
 #include "qloom/quant/activation_observer.h"
+#include "qloom/quant/bf16_calibration.h"
 #include "qloom/quant/phase_timer.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
@@ -39,14 +42,29 @@ namespace {
 // the static-scale amax of the observed linears' inputs and outputs.
 engine::ForwardHooks observe_hooks(const PipelineRequest& req, LayerResult& out) {
   engine::ForwardHooks hooks;
-  if (!req.observe_inputs.empty())
-    hooks.linear_input = [&req, &out](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+  const bool bf16 = req.bf16_activations;
+  if (!req.observe_inputs.empty() || bf16)
+    hooks.linear_input = [&req, &out, bf16](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
+      if (bf16) round_to_bf16(x, rows * cols);
       if (req.observe_inputs.count(s.module)) record_amax(out.input_amax, s.module, abs_max(x, rows * cols));
     };
-  if (!req.observe_outputs.empty())
-    hooks.linear_output = [&req, &out](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+  if (!req.observe_outputs.empty() || bf16)
+    hooks.linear_output = [&req, &out, bf16](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
+      if (bf16) round_to_bf16(y, rows * cols);
       if (req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, abs_max(y, rows * cols));
     };
+  if (!req.observe_probs.empty() || bf16) {
+    // Called concurrently from the attention's tasks: one lock per call.
+    auto mu = std::make_shared<std::mutex>();
+    hooks.attention_probs = [&req, &out, bf16, mu](const engine::AttentionSite& s, float* p, int64_t rows,
+                                                   int64_t cols) {
+      if (bf16) round_to_bf16(p, rows * cols);
+      if (!req.observe_probs.count(s.module)) return;
+      const float a = abs_max(p, rows * cols);
+      std::lock_guard<std::mutex> lock(*mu);
+      record_amax(out.probs_amax, s.module, a);
+    };
+  }
   return hooks;
 }
 
@@ -222,7 +240,10 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
   // the static activation / KV amax.
   auto observe_and_propagate = [&] {
     const engine::ForwardHooks hooks = observe_hooks(p.req, out);
-    for (size_t s = 0; s < p.acts.size(); ++s) p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
+    for (size_t s = 0; s < p.acts.size(); ++s) {
+      p.runner->forward_layer(p.acts[s].data(), p.lengths[s], &hooks);
+      if (p.req.bf16_activations) round_to_bf16(p.acts[s].data(), static_cast<int64_t>(p.acts[s].size()));
+    }
   };
   // Without algorithm stages (round-to-nearest weights, static scales only)
   // the pass runs on the float layer, before quantization: Quark calibrates

@@ -55,6 +55,12 @@ struct PipelineRequest {
   // Modules whose input / output max |x| is observed (static scales);
   // "lm_head" (or any module of layer -1) is observed in finish().
   std::set<std::string> observe_inputs, observe_outputs;
+  // Attention modules ("model.layers.N.self_attn") whose softmax output max
+  // is observed (--attention_dtype: prob_output_scale).
+  std::set<std::string> observe_probs;
+  // --data_type bfloat16: the calibration pass rounds what it observes as
+  // torch does in a bf16 model (quant/bf16_calibration.h); false: fp32.
+  bool bf16_activations = false;
   DType model_dtype = DType::kBF16;  // decides scale dtypes and rounding rules
   // Checkpoint dtype of each tensor (a tensor not listed: model_dtype): an
   // unquantized tensor a stage changes is rounded to it (mark_modified).
@@ -67,6 +73,7 @@ struct LayerResult {
   int64_t layer = -1;
   std::map<std::string, QuantizedTensor> weights;
   std::map<std::string, float> input_amax, output_amax;  // modules observed in this layer
+  std::map<std::string, float> probs_amax;                // attention modules (observe_probs)
   // Unquantized tensors the stages changed (LayerSession::mark_modified), by
   // checkpoint name, in checkpoint form, exactly representable in the
   // checkpoint's dtype: the exporter writes these instead of the source's.

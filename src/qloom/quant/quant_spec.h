@@ -12,15 +12,17 @@
 namespace qloom::quant {
 
 // Element formats, named as Quark's Dtype enum values (see quant_dtype_name).
-enum class QDtype : uint8_t { kInt8, kUInt8, kInt4, kUInt4, kFp8E4M3, kFp8E5M2, kFp4, kFp6E2M3, kFp6E3M2 };
+enum class QDtype : uint8_t { kInt8, kUInt8, kInt4, kUInt4, kFp8E4M3, kFp8E5M2, kFp4, kFp6E2M3, kFp6E3M2,
+                              kFp8E5M3 };  // unsigned e5m3 (AMD FP4 scales)
 
 // Granularity of scales: one per tensor, one per output channel (ch_axis), or
 // one per group of group_size consecutive elements along the input dimension.
 enum class QScheme : uint8_t { kPerTensor, kPerChannel, kPerGroup };
 
-// How scales are represented: plain floating point, or OCP MX shared E8M0
-// exponents (power-of-two scales, stored as uint8).
-enum class ScaleFormat : uint8_t { kFloat, kE8M0 };
+// How scales are represented: plain floating point, OCP MX shared E8M0
+// exponents (power-of-two scales, stored as uint8), or unsigned fp8 e5m3
+// (Quark's scale_format "e5m3", AMD FP4).
+enum class ScaleFormat : uint8_t { kFloat, kE8M0, kE5M3 };
 
 struct QuantSpec {
   QDtype dtype = QDtype::kInt8;

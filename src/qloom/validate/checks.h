@@ -18,7 +18,8 @@ namespace qloom::validate {
 //  - missing pattern: a source pattern absent from the quantized checkpoint;
 //  - unexpected pattern: a quantized pattern that is neither a source pattern
 //    nor "<M>.<suffix>" (suffix from quantization_suffix()) with "<M>.weight"
-//    a source pattern;
+//    a source pattern ("<M>.o_proj.weight" for an attention module's
+//    prob_output_scale);
 //  - count mismatch: a source pattern whose tensor count differs, or a
 //    quantization pattern with more tensors than its "<M>.weight" pattern has
 //    in the source;

@@ -69,10 +69,14 @@ std::string table_cell(std::string s) {
 
 // The "<M>.weight" pattern a quantization pattern "<M>.<suffix>" belongs to;
 // empty when `pattern` has no quantization suffix.
-std::string base_weight_pattern(const std::string& pattern) {
-  if (quantization_suffix(pattern).empty()) return {};
-  return std::string(module_of(pattern)) + ".weight";
+// An attention module's prob_output_scale belongs to its "<M>.o_proj.weight".
+std::string base_weight_of(std::string_view name) {
+  const std::string_view suffix = quantization_suffix(name);
+  if (suffix.empty()) return {};
+  return std::string(module_of(name)) + (suffix == "prob_output_scale" ? ".o_proj.weight" : ".weight");
 }
+
+std::string base_weight_pattern(const std::string& pattern) { return base_weight_of(pattern); }
 
 }  // namespace
 
@@ -182,8 +186,8 @@ StepResult check_fuzzy_tensor_names(const CheckpointPair& pair, const ValidateOp
       if (!qw->find(name)) missing_tensors.push_back(name);
     for (const auto& name : qw->tensor_names()) {
       if (sw->find(name)) continue;
-      const bool quant_extra = !quantization_suffix(name).empty() &&
-                               sw->find(std::string(module_of(name)) + ".weight") != nullptr;
+      const std::string base = base_weight_of(name);
+      const bool quant_extra = !base.empty() && sw->find(base) != nullptr;
       if (!quant_extra) unexpected_tensors.push_back(name);
     }
   }

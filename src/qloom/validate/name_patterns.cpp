@@ -93,9 +93,11 @@ bool glob_match(std::string_view p, std::string_view t) {
 }
 
 std::string_view quantization_suffix(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kSuffixes = {
-      "weight_scale", "weight_zero_point", "input_scale",
-      "input_zero_point", "output_scale", "output_zero_point"};
+  // prob_output_scale: an attention module's softmax-output scale
+  // (--attention_dtype fp8, Quark's softmax_quant_spec).
+  static constexpr std::array<std::string_view, 7> kSuffixes = {
+      "weight_scale",     "weight_zero_point", "input_scale",       "input_zero_point",
+      "output_scale",     "output_zero_point", "prob_output_scale"};
   const size_t dot = name.rfind('.');
   if (dot == std::string_view::npos) return {};
   const std::string_view last = name.substr(dot + 1);
