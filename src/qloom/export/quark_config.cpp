@@ -262,7 +262,12 @@ ordered_json layer_spec_to_json(const LayerQuantSpec& l) {
   ordered_json j = ordered_json::object();
   j["input_tensors"] = opt_spec(l.input);
   j["output_tensors"] = opt_spec(l.output);
-  j["weight"] = opt_spec(l.weight);
+  // A two-stage weight (Quark's ProgressiveSpec, int4_fp8) is the list
+  // [first, second] (QLayerConfig.to_dict convert_spec_to_dict).
+  if (l.weight && l.weight_stage2)
+    j["weight"] = ordered_json::array({quant_spec_to_json(*l.weight), quant_spec_to_json(*l.weight_stage2)});
+  else
+    j["weight"] = opt_spec(l.weight);
   j["bias"] = opt_spec(l.bias);
   j["target_device"] = nullptr;
   return j;
@@ -291,7 +296,15 @@ LayerQuantSpec layer_spec_from_json(const json& j, const std::string& where, con
   LayerQuantSpec l;
   l.input = one("input_tensors");
   l.output = one("output_tensors");
-  l.weight = one("weight");
+  // A progressive weight [first, second] (int4_fp8); other lists stay
+  // unsupported in one() (scale-quant second stages: nvfp4).
+  if (auto w = j.find("weight"); w != j.end() && w->is_array() && w->size() == 2 &&
+                                 (*w)[1].is_object() && !(*w)[1].value("is_scale_quant", false)) {
+    l.weight = quant_spec_from_json((*w)[0], join_item(where, "weight[0]"), file);
+    l.weight_stage2 = quant_spec_from_json((*w)[1], join_item(where, "weight[1]"), file);
+  } else {
+    l.weight = one("weight");
+  }
   l.bias = one("bias");
   if (j.contains("target_device") && !j["target_device"].is_null())
     bad(ErrorKind::kUnsupported, file, join_item(where, "target_device"),
