@@ -132,7 +132,7 @@ const std::vector<Row>& table() {
       {.prompt = "quantize Qwen/Qwen2.5-0.5B to nf4", .scheme = "", .ask = {"quant_scheme"}},
       // ---- schemes qloom cannot run / impossible values ----------------------------------
       {.prompt = "quantize Qwen/Qwen2.5-0.5B to nvfp4", .scheme = "nvfp4", .ask = {"quant_scheme"}},
-      {.prompt = "W4A8 on Qwen/Qwen2.5-0.5B", .scheme = "int4_fp8", .ask = {"quant_scheme"}},
+      {.prompt = "W4A8 on Qwen/Qwen2.5-0.5B", .scheme = "int4_fp8"},
       {.prompt = "Qwen/Qwen2.5-0.5B int4 group size 256", .scheme = "", .ask = {"quant_scheme"}},
       {.prompt = "W8A16 for Qwen/Qwen2.5-0.5B", .scheme = "", .ask = {"quant_scheme"}},
       {.prompt = "quantize Qwen/Qwen2.5-0.5B to fp8 with an int8 kv cache", .scheme = "fp8", .ask = {"kv_cache_dtype"}},

@@ -177,8 +177,12 @@ TEST(QuarkSpecJson, StrictErrors) {
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(err(json::array()).kind(), ErrorKind::kInvalidInput);
 
+  // Lists: only a supported progressive pair (fp8 per tensor, then int:
+  // int4_fp8) reads; other pairs and other lengths are refused.
   json layer = plain(layer_spec_to_json({}));
   layer["weight"] = json::array({good, good});
+  EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).kind(), ErrorKind::kUnsupported);
+  layer["weight"] = json::array({good, good, good});
   EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).kind(), ErrorKind::kUnsupported);
 }
 

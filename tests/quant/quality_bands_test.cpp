@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "qloom/quant/distortion.h"
+#include "qloom/quant/progressive.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/scheme_registry.h"
@@ -69,7 +70,14 @@ DistortionStats run(const std::string& scheme, Dist d, uint64_t seed) {
   const uint64_t rows = 256, cols = 1024;
   auto w = testgen::make_weights(rows * cols, d, seed);
   testgen::to_bf16_grid(w);
-  const QuantSpec spec = *get_scheme(scheme).linear.weight;
+  const LayerQuantSpec& l = get_scheme(scheme).linear;
+  if (l.weight_stage2) {  // progressive (int4_fp8): both stages
+    const ProgressiveTensor t = quantize_progressive(w.data(), rows, cols, *l.weight, *l.weight_stage2, scheme,
+                                                     DType::kBF16);
+    const auto dq = dequantize_progressive(t);
+    return measure_distortion(w.data(), dq.data(), w.size());
+  }
+  const QuantSpec spec = *l.weight;
   DType sd = quark_scale_dtype(spec, DType::kBF16);
   if (sd == DType::kE8M0) sd = DType::kF32;
   const QuantizedTensor t = quantize_weight(w.data(), rows, cols, spec, sd, scheme, DType::kBF16);

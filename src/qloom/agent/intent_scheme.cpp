@@ -89,11 +89,11 @@ size_t base_spelling(const ParseState& st, size_t i, std::string_view n, SchemeM
   } else if (in(n, {"w4a8", "w4a8_fp8"})) {
     m.scheme = "int4_fp8";
     m.family = "other";
-    m.quark_only = true;
+    m.quark_only = is_quark_only(m.scheme);
   } else if (in(n, {"mxfp6", "fp6", "mx_fp6"})) {
     m.scheme = "mxfp6_e2m3";
     m.family = "other";
-    m.quark_only = true;
+    m.quark_only = is_quark_only(m.scheme);
   } else if (in(n, {"w8a16", "int8_wo", "int8_weight_only"})) {
     m.family = "other";
     m.problem = "'" + t.text + "' (int8 weight-only) is not a Quark --quant_scheme; use int8 (W8A8) or a 4-bit weight-only scheme such as int4_wo_128?";

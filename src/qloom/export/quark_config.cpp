@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/progressive.h"
 
 namespace qloom::exporter {
 
@@ -302,6 +303,11 @@ LayerQuantSpec layer_spec_from_json(const json& j, const std::string& where, con
                                  (*w)[1].is_object() && !(*w)[1].value("is_scale_quant", false)) {
     l.weight = quant_spec_from_json((*w)[0], join_item(where, "weight[0]"), file);
     l.weight_stage2 = quant_spec_from_json((*w)[1], join_item(where, "weight[1]"), file);
+    if (!quant::is_supported_progressive(*l.weight, *l.weight_stage2))
+      bad(ErrorKind::kUnsupported, file, join_item(where, "weight"),
+          std::string("progressive quantization ") + quant::quant_dtype_name(l.weight->dtype) + " -> " +
+              quant::quant_dtype_name(l.weight_stage2->dtype) + " is not supported",
+          "qloom reads Quark's int4_fp8 progression: static fp8_e4m3 per tensor, then static symmetric int");
   } else {
     l.weight = one("weight");
   }
