@@ -172,8 +172,11 @@ TEST(SchemeRegistry, W4A8AndInt4Activations) {
               "int4_wa_64 weight");
   expect_spec(c.input, {QDtype::kInt4, QScheme::kPerGroup, true, -1, 64, true, F, "float", "", "PerGroupMinMaxObserver"},
               "int4_wa_64 input");
-  for (const auto& n : scheme_names())
-    if (n != "int4_fp8") EXPECT_FALSE(get_scheme(n).linear.weight_stage2.has_value()) << n;
+  for (const auto& n : scheme_names()) {
+    if (n != "int4_fp8") {
+      EXPECT_FALSE(get_scheme(n).linear.weight_stage2.has_value()) << n;
+    }
+  }
 }
 
 TEST(SchemeRegistry, KvCacheFp8) {
