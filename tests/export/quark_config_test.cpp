@@ -182,9 +182,12 @@ TEST(QuarkSpecJson, StrictErrors) {
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(err(json::array()).kind(), ErrorKind::kInvalidInput);
 
-  // Two-stage lists hold two specs, and only for weight / input_tensors.
+  // Two-stage lists hold two specs, and only for weight / input_tensors;
+  // a progressive weight pair must be one qloom runs (fp8 per tensor, then int).
   json layer = plain(layer_spec_to_json({}));
   layer["weight"] = json::array({good, good, good});
+  EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).kind(), ErrorKind::kUnsupported);
+  layer["weight"] = json::array({good, good});
   EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).kind(), ErrorKind::kUnsupported);
   layer["weight"] = nullptr;
   layer["output_tensors"] = json::array({good, good});

@@ -139,6 +139,8 @@ TEST(QuarkTensorSpecs, RefusesWhatQuarkCannotExport) {
   EXPECT_EQ(kind({64, 64}, test::fp8_per_tensor(true)), ErrorKind::kUsage);  // dynamic weight
   QuantSpec fp6 = test::mxfp4();
   fp6.dtype = QDtype::kFp6E2M3;
+  EXPECT_NO_THROW(quark_weight_specs(kMod, {64, 64}, fp6, M));  // MX fp6: Pack_fp6
+  fp6.scale_format = quant::ScaleFormat::kFloat;
   EXPECT_EQ(kind({64, 64}, fp6), ErrorKind::kUnsupported);
   QuantSpec fp4f = test::mxfp4();
   fp4f.scale_format = quant::ScaleFormat::kFloat;

@@ -73,7 +73,7 @@ TEST(SearchPrecision, StoredBitsOfOneShapeAndUnfitShapes) {
 }
 
 TEST(SearchPrecision, PendingWaveTwoSchemesAreUnsupported) {
-  for (const char* n : {"mxfp4_fp8", "mxfp6_e2m3", "nvfp4"}) {
+  for (const char* n : {"mx6", "mx9", "bfp16"}) {
     const Error e = catch_error([&] { (void)get_precision(n); });
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << n;
     EXPECT_EQ(e.item(), "--layer-precision-candidates");
@@ -81,8 +81,20 @@ TEST(SearchPrecision, PendingWaveTwoSchemesAreUnsupported) {
     EXPECT_NE(e.message().find("issue 17"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("pending"), std::string::npos) << e.message();
   }
-  const Error e = catch_error([] { (void)parse_precision_candidates({"native", "fp8", "mxfp4_fp8"}); });
+  const Error e = catch_error([] { (void)parse_precision_candidates({"native", "fp8", "mx6"}); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+}
+
+TEST(SearchPrecision, WaveTwoW4A8AndMxfp6AreCandidates) {
+  // quant-perf's search uses mxfp4_fp8 and mxfp6_e2m3 as layer precisions;
+  // int4_fp8 stores int4 codes (its fp8 first stage is not stored).
+  EXPECT_EQ(get_precision("mxfp4_fp8").weight_bits, 4);
+  EXPECT_EQ(get_precision("mxfp6_e2m3").weight_bits, 6);
+  EXPECT_EQ(get_precision("int4_fp8").weight_bits, 4);
+  // int4_fp8 [64, 64]: int4 words 64*8*4 B + s1 4 B + s2 64*4 B + zero points 8*4 B.
+  EXPECT_EQ(stored_weight_bits(get_precision("int4_fp8"), 64, 64, DType::kBF16), 8u * (2048 + 4 + 256 + 32));
+  // mxfp6: 64 * 48 bytes of codes + 64 * 2 e8m0 scales.
+  EXPECT_EQ(stored_weight_bits(get_precision("mxfp6_e2m3"), 64, 64, DType::kBF16), 8u * (3072 + 128));
 }
 
 TEST(SearchPrecision, UnknownNamesAndBadListsAreUsageErrors) {

@@ -21,6 +21,12 @@
 //   ptpc_fp8                  31.52      32.14
 //   mxfp4                     18.99      17.17
 //   mxfp4_weight_only         18.99      17.17
+//   int4_wa_64                19.75      15.13   (weights as int4_wo_64)
+//   mxfp6_e3m2                25.52      25.62
+//   mxfp6_e2m3                31.08      29.25
+//   mxfp4_mxfp6_e2m3          18.99      17.17   (weights as mxfp4)
+//   mxfp4_fp8                 18.99      17.17   (weights as mxfp4)
+//   int4_fp8                  17.28       8.34   (both stages: fp8 per tensor, int4 per channel)
 
 #include <gtest/gtest.h>
 
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "qloom/quant/distortion.h"
+#include "qloom/quant/progressive.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/scheme_registry.h"
@@ -59,6 +66,12 @@ const std::map<std::string, Band>& measured() {
       {"ptpc_fp8", {31.52, 32.14}},
       {"mxfp4", {18.99, 17.17}},
       {"mxfp4_weight_only", {18.99, 17.17}},
+      {"int4_wa_64", {19.75, 15.13}},
+      {"mxfp6_e3m2", {25.52, 25.62}},
+      {"mxfp6_e2m3", {31.08, 29.25}},
+      {"mxfp4_mxfp6_e2m3", {18.99, 17.17}},
+      {"mxfp4_fp8", {18.99, 17.17}},
+      {"int4_fp8", {17.28, 8.34}},
   };
   return m;
 }
@@ -69,7 +82,14 @@ DistortionStats run(const std::string& scheme, Dist d, uint64_t seed) {
   const uint64_t rows = 256, cols = 1024;
   auto w = testgen::make_weights(rows * cols, d, seed);
   testgen::to_bf16_grid(w);
-  const QuantSpec spec = *get_scheme(scheme).linear.weight;
+  const LayerQuantSpec& l = get_scheme(scheme).linear;
+  if (l.weight_stage2) {  // progressive (int4_fp8): both stages
+    const ProgressiveTensor t = quantize_progressive(w.data(), rows, cols, *l.weight, *l.weight_stage2, scheme,
+                                                     DType::kBF16);
+    const auto dq = dequantize_progressive(t);
+    return measure_distortion(w.data(), dq.data(), w.size());
+  }
+  const QuantSpec spec = *l.weight;
   DType sd = quark_scale_dtype(spec, DType::kBF16);
   if (sd == DType::kE8M0) sd = DType::kF32;
   const QuantizedTensor t = quantize_weight(w.data(), rows, cols, spec, sd, scheme, DType::kBF16);
@@ -104,6 +124,9 @@ TEST(QualityBands, OrderingBetweenSchemes) {
   EXPECT_GT(s("uint4_wo_128"), s("int4_wo_128"));  // asymmetric uses the range better
   EXPECT_GT(s("int8"), s("fp8"));                  // Gaussian: uniform 8-bit grid wins
   EXPECT_GT(s("fp8"), s("int4_wo_32"));
+  EXPECT_GT(s("mxfp6_e2m3"), s("mxfp6_e3m2"));  // Gaussian weights: mantissa bits win
+  EXPECT_GT(s("mxfp6_e3m2"), s("mxfp4"));
+  EXPECT_GT(s("int4_wo_per_channel"), s("int4_fp8"));  // the fp8 first stage only adds error
 }
 
 }  // namespace

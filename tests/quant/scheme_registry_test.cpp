@@ -59,9 +59,10 @@ constexpr auto E8 = ScaleFormat::kE8M0;
 
 TEST(SchemeRegistry, NamesAreQuarksInQuarksOrder) {
   const std::vector<std::string> want = {
-      "int4_wo_32",  "int4_wo_64",  "int4_wo_128", "int4_wo_per_channel", "uint4_wo_32",
-      "uint4_wo_64", "uint4_wo_128", "uint4_wo_per_channel", "int8", "fp8",
-      "ptpc_fp8",    "mxfp4",       "mxfp4_weight_only"};
+      "int4_wo_32",  "int4_wo_64",       "int4_wo_128", "int4_wo_per_channel", "int4_wa_64",
+      "uint4_wo_32", "uint4_wo_64",      "uint4_wo_128", "uint4_wo_per_channel", "int8",
+      "fp8",         "ptpc_fp8",         "mxfp4",       "mxfp4_weight_only",  "mxfp6_e3m2",
+      "mxfp6_e2m3",  "mxfp4_mxfp6_e2m3", "mxfp4_fp8",   "int4_fp8"};
   EXPECT_EQ(scheme_names(), want);
   for (const auto& n : want) {
     const SchemeDef* s = find_scheme(n);
@@ -136,6 +137,48 @@ TEST(SchemeRegistry, Mxfp4) {
   EXPECT_FALSE(wo.input.has_value());
 }
 
+TEST(SchemeRegistry, MxFp6AndMixedMx) {
+  for (QDtype d : {QDtype::kFp6E3M2, QDtype::kFp6E2M3}) {
+    const Want w{d, QScheme::kPerGroup, false, -1, 32, true, E8, "float", "even", "PerBlockMXObserver"};
+    Want in = w;
+    in.is_dynamic = true;
+    const auto& s = get_scheme(d == QDtype::kFp6E3M2 ? "mxfp6_e3m2" : "mxfp6_e2m3").linear;
+    expect_spec(s.weight, w, "mxfp6 weight");
+    expect_spec(s.input, in, "mxfp6 input");
+  }
+  const auto& m = get_scheme("mxfp4_mxfp6_e2m3").linear;
+  expect_spec(m.weight, {QDtype::kFp4, QScheme::kPerGroup, false, -1, 32, true, E8, "float", "even", "PerBlockMXObserver"},
+              "mxfp4_mxfp6_e2m3 weight");
+  expect_spec(m.input, {QDtype::kFp6E2M3, QScheme::kPerGroup, true, -1, 32, true, E8, "float", "even", "PerBlockMXObserver"},
+              "mxfp4_mxfp6_e2m3 input");
+}
+
+TEST(SchemeRegistry, W4A8AndInt4Activations) {
+  const auto& a = get_scheme("mxfp4_fp8").linear;
+  expect_spec(a.weight, {QDtype::kFp4, QScheme::kPerGroup, false, -1, 32, true, E8, "float", "even", "PerBlockMXObserver"},
+              "mxfp4_fp8 weight");
+  // FP8E4M3PerTensorSpec(observer_method="min_max", is_dynamic=False): scale_type null.
+  expect_spec(a.input, {QDtype::kFp8E4M3, QScheme::kPerTensor, false, -1, 0, true, F, "", "", "PerTensorMinMaxObserver"},
+              "mxfp4_fp8 input");
+  const auto& b = get_scheme("int4_fp8").linear;
+  expect_spec(b.weight, {QDtype::kFp8E4M3, QScheme::kPerTensor, false, -1, 0, true, F, "float32", "", "PerTensorMinMaxObserver"},
+              "int4_fp8 first stage");
+  expect_spec(b.weight_stage2, {QDtype::kInt4, QScheme::kPerChannel, false, 0, 0, true, F, "float32", "", "PerChannelMinMaxObserver"},
+              "int4_fp8 second stage");
+  expect_spec(b.input, {QDtype::kFp8E4M3, QScheme::kPerTensor, true, -1, 0, true, F, "float32", "", "PerTensorMinMaxObserver"},
+              "int4_fp8 input");
+  const auto& c = get_scheme("int4_wa_64").linear;
+  expect_spec(c.weight, {QDtype::kInt4, QScheme::kPerGroup, false, -1, 64, true, F, "float", "", "PerGroupMinMaxObserver"},
+              "int4_wa_64 weight");
+  expect_spec(c.input, {QDtype::kInt4, QScheme::kPerGroup, true, -1, 64, true, F, "float", "", "PerGroupMinMaxObserver"},
+              "int4_wa_64 input");
+  for (const auto& n : scheme_names()) {
+    if (n != "int4_fp8") {
+      EXPECT_FALSE(get_scheme(n).linear.weight_stage2.has_value()) << n;
+    }
+  }
+}
+
 TEST(SchemeRegistry, KvCacheFp8) {
   // FP8E4M3PerTensorSpec(observer_method="min_max", is_dynamic=False) without
   // a scale_type: Quark writes "scale_type": null for the KV output spec.
@@ -173,7 +216,7 @@ TEST(SchemeRegistry, UnknownSchemeSuggestsNearMisses) {
 }
 
 TEST(SchemeRegistry, QuarkSchemesNotImplementedYetSaySo) {
-  for (const char* n : {"nvfp4", "mxfp6_e3m2", "int4_fp8", "mxfp4_fp8"}) {
+  for (const char* n : {"mx6", "mx9", "bfp16"}) {
     EXPECT_EQ(find_scheme(n), nullptr);
     Error e = catch_error([&] { get_scheme(n); });
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << n;

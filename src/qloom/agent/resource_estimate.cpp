@@ -103,7 +103,8 @@ uint64_t quantized_linear_bytes(const quant::LayerQuantSpec& spec, uint64_t out,
   if (!spec.weight) {
     b = out * in * M;
   } else {
-    const quant::QuantSpec& w = *spec.weight;
+    // A progressive weight (int4_fp8) stores its last stage (+ one f32 scale).
+    const quant::QuantSpec& w = spec.weight_stage2 ? *spec.weight_stage2 : *spec.weight;
     const uint64_t g = w.group_size > 0 ? uint64_t(w.group_size) : in;
     switch (w.dtype) {
       case QDtype::kInt4:
@@ -134,6 +135,7 @@ uint64_t quantized_linear_bytes(const quant::LayerQuantSpec& spec, uint64_t out,
         b = ceil_div(out * in * uint64_t(quant::quant_dtype_bits(w.dtype)), 8) + out * ceil_div(in, g);
         break;
     }
+    if (spec.weight_stage2) b += 4;
   }
   if (spec.input && !spec.input->is_dynamic) {
     const bool integer = spec.input->dtype == QDtype::kInt8 || spec.input->dtype == QDtype::kUInt8;

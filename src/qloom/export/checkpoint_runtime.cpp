@@ -8,6 +8,7 @@
 #include "qloom/export/native_linear.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
+#include "qloom/export/quark_progressive.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/fake_quant.h"
 #include "qloom/quant/layer_selection.h"
@@ -34,17 +35,18 @@ struct NativeLinear {
   std::optional<quant::StaticQParams> input;
 };
 using NativeMap = std::unordered_map<std::string, NativeLinear>;
+using SpecMap = std::unordered_map<std::string, quant::QuantSpec>;
 
 // A Quark checkpoint: quantized weights dequantized to F32 on load (codes,
 // scales and zero points exactly as stored), or handed to a native kernel
 // (load_native) for the linears in `natives`; everything else as stored.
 class QuarkWeightSource final : public engine::WeightSource {
  public:
-  QuarkWeightSource(const io::ModelDir& dir, std::unordered_map<std::string, quant::QuantSpec> specs,
-                    NativeMap natives, PackOrder order)
+  QuarkWeightSource(const io::ModelDir& dir, SpecMap specs, SpecMap stage2, NativeMap natives, PackOrder order)
       : dir_(dir),
         plain_(engine::plain_weight_source(dir)),
         specs_(std::move(specs)),
+        stage2_(std::move(stage2)),
         natives_(std::move(natives)),
         order_(order) {}
 
@@ -55,11 +57,21 @@ class QuarkWeightSource final : public engine::WeightSource {
     const std::string module = name.substr(0, name.size() - kWeightSuffix.size());
     const auto it = specs_.find(module);
     if (it == specs_.end()) return plain_->load(name);
-    const quant::QuantizedTensor qt = unpack(module, it->second);
+    std::vector<uint64_t> shape;
+    std::vector<float> deq;
+    if (const auto s2 = stage2_.find(module); s2 != stage2_.end()) {  // progressive (int4_fp8)
+      const quant::ProgressiveTensor pt =
+          unpack_progressive_weight(module, it->second, s2->second, index_lookup(dir_.weights()), order_);
+      shape = pt.second.shape;
+      deq = quant::dequantize_progressive(pt, 1);
+    } else {
+      const quant::QuantizedTensor qt = unpack(module, it->second);
+      shape = qt.shape;
+      deq = quant::dequantize(qt, 1);
+    }
     engine::HostTensor t;
     t.dtype = DType::kF32;
-    t.shape.assign(qt.shape.begin(), qt.shape.end());
-    const std::vector<float> deq = quant::dequantize(qt, 1);
+    t.shape.assign(shape.begin(), shape.end());
     t.bytes.resize(deq.size() * sizeof(float));
     std::memcpy(t.bytes.data(), deq.data(), t.bytes.size());
     return t;
@@ -80,7 +92,8 @@ class QuarkWeightSource final : public engine::WeightSource {
 
   const io::ModelDir& dir_;
   std::unique_ptr<engine::WeightSource> plain_;
-  std::unordered_map<std::string, quant::QuantSpec> specs_;
+  SpecMap specs_;
+  SpecMap stage2_;  // second stages of progressive weights
   NativeMap natives_;
   PackOrder order_;
 };
@@ -108,7 +121,8 @@ void apply(const SimMap& sims, const engine::LinearSite& site, float* x, int64_t
 
 // What open_checkpoint_runtime gathers from the checkpoint's specs.
 struct Collected {
-  std::unordered_map<std::string, quant::QuantSpec> weight_specs;  // quantized linears
+  SpecMap weight_specs;  // quantized linears
+  SpecMap stage2_specs;  // their second stages, for progressive weights
   NativeMap natives;                                               // those on native kernels
   std::shared_ptr<SimMap> sims = std::make_shared<SimMap>();       // simulated activations
   size_t quantized = 0;
@@ -143,8 +157,10 @@ void collect_linear(const std::string& module, int64_t in, const quant::LayerQua
   std::optional<NativeFormat> native;
   if (spec.weight && has_weight_scale) {
     c.weight_specs.emplace(module, *spec.weight);
+    if (spec.weight_stage2) c.stage2_specs.emplace(module, *spec.weight_stage2);
     ++c.quantized;
-    if (runtime == Runtime::kNative) native = native_format(spec, in);
+    // Progressive weights (int4_fp8) have no native kernel: dequantized.
+    if (runtime == Runtime::kNative && !spec.weight_stage2) native = native_format(spec, in);
   }
   ModuleSim sim;
   for (const auto* act : {&spec.input, &spec.output})
@@ -179,7 +195,11 @@ Collected collect(const io::ModelDir& dir, const nlohmann::json& qc, Runtime run
     const bool has_scale = w.find(layer.module + ".weight_scale") != nullptr;
     // The logical width (stored 4-bit weights are packed, per-group ones transposed).
     int64_t in = layer.shape.size() == 2 ? static_cast<int64_t>(layer.shape[1]) : 0;
-    if (spec->weight && has_scale) in = static_cast<int64_t>(logical_weight_shape(layer.module, *spec->weight, lookup).second);
+    if (spec->weight && has_scale)
+      in = static_cast<int64_t>(
+          (spec->weight_stage2 ? progressive_logical_shape(layer.module, *spec->weight_stage2, lookup)
+                               : logical_weight_shape(layer.module, *spec->weight, lookup))
+              .second);
     collect_linear(layer.module, in, *spec, runtime, lookup, file, has_scale, c);
   }
   return c;
@@ -276,7 +296,8 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir, Runtime runti
   rt.native_linears = c.natives.size();
   rt.rows_independent = c.rows_independent;
   const size_t act_sim = count_sims(*c.sims, true), kv_sim = count_sims(*c.sims, false);
-  rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(c.weight_specs), std::move(c.natives), order);
+  rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(c.weight_specs), std::move(c.stage2_specs),
+                                                   std::move(c.natives), order);
   install_hooks(c.sims, rt.hooks);
   const size_t attn_sim = install_attention_sim(dir, qc, rt.hooks, file);
   rt.description = describe(rt, c.quantized, act_sim, kv_sim);

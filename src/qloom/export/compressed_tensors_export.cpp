@@ -144,6 +144,9 @@ void plan_layers(Plan& p, const io::ModelDir& dir, const nlohmann::json& qc, con
     if (is_kv_proj(m)) ++kv_projs;
     const auto spec = resolve_layer_quant_spec(qc, m, file);
     if (spec && spec->bias) throw Error(ErrorKind::kUnsupported, file, m + ".bias", "bias quantization", "");
+    if (spec && spec->weight_stage2)
+      throw Error(ErrorKind::kUnsupported, file, m + ".weight",
+                  "a progressive (two-stage, int4_fp8) weight has no compressed-tensors form", "");
     const bool quantized = spec && spec->weight && idx.find(m + ".weight_scale") != nullptr;
     if (quantized) plan_module(p, m, *spec, idx, file);
     else p.ignore.push_back(m);

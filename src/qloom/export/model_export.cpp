@@ -115,6 +115,12 @@ void OutputPublisher::precheck(const std::string& model_type,
     throw Error(ErrorKind::kUnsupported, "", "--model_export",
                 "gguf export writes llama.cpp's llama architecture only; this model's model_type is '" + model_type + "'",
                 "drop gguf from --model_export");
+  if (m.has(ExportFormat::kGguf) || m.has(ExportFormat::kCompressedTensors))
+    for (const auto& [module, spec] : modules)
+      if (spec.weight_stage2)
+        throw Error(ErrorKind::kUnsupported, "", "--model_export",
+                    module + " has a progressive (two-stage, int4_fp8) weight, which only Quark's hf_format holds",
+                    "export int4_fp8 as hf_format only");
   if (!m.has(ExportFormat::kCompressedTensors)) return;
   // The converter refuses the same specs later; here it costs nothing.
   for (const auto& [module, spec] : modules) {

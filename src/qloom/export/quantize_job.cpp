@@ -79,6 +79,13 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   std::vector<AlgoConfigFile> config_files;
   std::vector<std::unique_ptr<quant::AlgorithmStage>> stages = build_algorithm_stages(o, src.model_type(), &config_files);
   for (const auto& f : config_files) sum.algo_config_files.push_back({f.algo, f.path.string(), f.sha256});
+  if (!stages.empty())
+    for (const auto& [module, spec] : plan.modules)
+      if (spec.weight_stage2)
+        throw Error(ErrorKind::kUnsupported, o.model_dir.string(), "--quant_algo",
+                    module + " has a progressive (two-stage) weight spec (int4_fp8); qloom runs " + o.quant_algo +
+                        " on single-stage weights only",
+                    "quantize int4_fp8 with round-to-nearest (no --quant_algo), or choose a single-stage scheme");
   if (plan.modules.empty())
     throw Error(ErrorKind::kUsage, o.model_dir.string(), "--exclude_layers",
                 "every linear layer is excluded; nothing would be quantized",

@@ -5,6 +5,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/export/attention_quant.h"
+#include "qloom/export/quark_progressive.h"
 #include "qloom/model/decoder_layout.h"
 #include "qloom/quant/algorithm_registry.h"
 #include "qloom/quant/scheme_registry.h"
@@ -178,7 +179,9 @@ void drop_unfit_layers(const QuantizeOptions& o, const io::WeightIndex& w, DType
   for (auto it = plan.modules.begin(); it != plan.modules.end();) {
     const auto& shape = w.find(it->first + ".weight")->shape;
     try {
-      (void)quark_weight_specs(it->first, shape, *it->second.weight, model_dtype, order);
+      const quant::LayerQuantSpec& l = it->second;
+      if (l.weight_stage2) (void)progressive_weight_specs(it->first, shape, *l.weight, *l.weight_stage2, model_dtype, order);
+      else (void)quark_weight_specs(it->first, shape, *l.weight, model_dtype, order);
       ++it;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kUsage) throw;

@@ -8,6 +8,8 @@
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
 #include "qloom/export/quantize_plan.h"
+#include "qloom/export/quark_progressive.h"
+#include "qloom/quant/progressive.h"
 #include "qloom/quant/calib_data.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
@@ -265,7 +267,12 @@ void TensorStream::write_weight(const PlannedTensor& p, TensorProgress& tp) {
   const io::TensorView v = w.view(name);
   const uint64_t rows = p.weight_shape[0], cols = p.weight_shape[1];
   const quant::QuantSpec& ws = p.spec;
-  if (layer_out_ && layer_out_->weights.count(p.module)) {  // from the pipeline (GPTQ or RTN)
+  if (p.spec2) {  // progressive (int4_fp8): RTN, two stages (quant/progressive.h)
+    f32_.resize(rows * cols);
+    to_f32(v.dtype(), v.data.data(), f32_.data(), f32_.size());
+    ex_.write_progressive(p.module, quant::quantize_progressive(f32_.data(), rows, cols, ws, *p.spec2, name,
+                                                                model_dtype_, o_.threads));
+  } else if (layer_out_ && layer_out_->weights.count(p.module)) {  // from the pipeline (GPTQ or RTN)
     ex_.write_quantized(p.module, layer_out_->weights.at(p.module));
     layer_out_->weights.erase(p.module);
   } else {
@@ -277,11 +284,13 @@ void TensorStream::write_weight(const PlannedTensor& p, TensorProgress& tp) {
   }
   w.release(name);
   uint64_t out_bytes = 0;
-  for (const auto& s : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype_, order_)) out_bytes += s.nbytes();
+  for (const auto& s : p.spec2 ? progressive_weight_specs(p.module, p.weight_shape, ws, *p.spec2, model_dtype_, order_)
+                               : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype_, order_))
+    out_bytes += s.nbytes();
   tp.name = name;
   tp.shape = format_shape(v.shape(), /*compact=*/true);
   tp.from = std::string(dtype_name(v.dtype()));
-  tp.to = spec_label(ws);
+  tp.to = p.spec2 ? spec_label(*p.spec2) + " via " + spec_label(ws) : spec_label(ws);
   done_bytes_ += v.nbytes();
   sum_.bytes_before += v.nbytes();
   sum_.bytes_after += out_bytes;

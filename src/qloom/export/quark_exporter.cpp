@@ -12,6 +12,7 @@
 #include "qloom/core/format.h"
 #include "qloom/core/float_codec.h"
 #include "qloom/export/quark_config.h"
+#include "qloom/export/quark_progressive.h"
 #include "qloom/io/atomic_dir.h"
 
 namespace qloom::exporter {
@@ -63,9 +64,10 @@ std::vector<PlannedTensor> plan_quark_export(const io::WeightIndex& src,
       }
       seen.insert(module);
       const quant::LayerQuantSpec& l = it->second;
-      if (l.weight)
+      if (l.weight) {
         plan.push_back(PlannedTensor::quantized(module, *l.weight, t.shape));
-      else
+        plan.back().spec2 = l.weight_stage2;
+      } else
         plan.push_back(PlannedTensor::copy(name));
       if (l.input && !l.input->is_dynamic)
         plan.push_back(PlannedTensor::activation(module, ActivationRole::kInput, *l.input));
@@ -349,7 +351,9 @@ void QuarkExporter::plan(std::vector<PlannedTensor> plan) {
         break;
       }
       case PlannedKind::kQuantizedWeight:
-        s = quark_weight_specs(p.module, p.weight_shape, p.spec, m.model_dtype, m.opts.pack_order);
+        s = p.spec2 ? progressive_weight_specs(p.module, p.weight_shape, p.spec, *p.spec2, m.model_dtype,
+                                               m.opts.pack_order)
+                    : quark_weight_specs(p.module, p.weight_shape, p.spec, m.model_dtype, m.opts.pack_order);
         break;
       case PlannedKind::kActivation:
         if (p.spec.is_dynamic)
@@ -403,7 +407,22 @@ void QuarkExporter::write_plain(const std::string& name, const io::TensorView& v
 void QuarkExporter::write_quantized(const std::string& module, const quant::QuantizedTensor& qt) {
   Impl& m = *impl_;
   const size_t pi = m.expect_entry(PlannedKind::kQuantizedWeight, module, "write_quantized");
+  if (m.plan[pi].spec2)
+    throw Error(ErrorKind::kUsage, m.out_dir.string(), module,
+                "the plan has a progressive (two-stage) weight here", "write it with write_progressive");
   auto ts = pack_quantized_weight(module, qt, m.model_dtype, m.opts.pack_order);
+  m.write_tensors(pi, ts);
+}
+
+void QuarkExporter::write_progressive(const std::string& module, const quant::ProgressiveTensor& t) {
+  Impl& m = *impl_;
+  const size_t pi = m.expect_entry(PlannedKind::kQuantizedWeight, module, "write_progressive");
+  const PlannedTensor& p = m.plan[pi];
+  if (!p.spec2 || !(t.first.spec == p.spec) || !(t.second.spec == *p.spec2))
+    throw Error(ErrorKind::kUsage, m.out_dir.string(), module,
+                "the progressive tensor's stages differ from the planned weight specs",
+                "quantize with the planned spec and spec2");
+  auto ts = pack_progressive_weight(module, t, m.model_dtype, m.opts.pack_order);
   m.write_tensors(pi, ts);
 }
 

@@ -45,6 +45,7 @@
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/io/weight_index.h"
+#include "qloom/quant/progressive.h"
 #include "qloom/quant/quant_spec.h"
 #include "qloom/quant/quantized_tensor.h"
 
@@ -71,6 +72,9 @@ struct PlannedTensor {
   std::string name;     // kCopy: the tensor name
   std::string module;   // kQuantizedWeight / kActivation: e.g. model.layers.0.self_attn.k_proj
   quant::QuantSpec spec;                // kQuantizedWeight / kActivation
+  // kQuantizedWeight of a progressive (two-stage) weight: the second stage
+  // (quark_progressive.h); `spec` is then the first.
+  std::optional<quant::QuantSpec> spec2;
   std::vector<uint64_t> weight_shape;   // kQuantizedWeight: the source weight's [out, in]
   ActivationRole role = ActivationRole::kInput;  // kActivation
 
@@ -139,6 +143,8 @@ class QuarkExporter {
   // I/O failures (ENOSPC...) propagate from the writer as kIo.
   void write_plain(const std::string& name, const io::TensorView& view);
   void write_quantized(const std::string& module, const quant::QuantizedTensor& qt);
+  // A planned progressive weight (PlannedTensor::spec2 set): pack_progressive_weight.
+  void write_progressive(const std::string& module, const quant::ProgressiveTensor& t);
   void write_activation(const std::string& module, ActivationRole role, float scale,
                         int32_t zero_point = 0);
   // Writes one planned scalar float tensor (e.g. "<module>.input_scale" of a

@@ -297,6 +297,11 @@ LayerQuantSpec layer_spec_from_json(const json& j, const std::string& where, con
   read("input_tensors", l.input, &l.input_stage2);
   read("output_tensors", l.output, nullptr);
   read("weight", l.weight, &l.weight_stage2);
+  if (l.weight_stage2 && !l.weight_stage2->is_scale_quant && !quant::is_supported_progressive(*l.weight, *l.weight_stage2))
+    bad(ErrorKind::kUnsupported, file, join_item(where, "weight"),
+        std::string("progressive quantization ") + quant::quant_dtype_name(l.weight->dtype) + " -> " +
+            quant::quant_dtype_name(l.weight_stage2->dtype) + " is not supported",
+        "qloom reads Quark's int4_fp8 progression: static fp8_e4m3 per tensor, then static symmetric int");
   read("bias", l.bias, nullptr);
   if (j.contains("target_device") && !j["target_device"].is_null())
     bad(ErrorKind::kUnsupported, file, join_item(where, "target_device"), "target_device is not supported", "");

@@ -8,6 +8,7 @@
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/core/fp6_pack.h"
 #include "qloom/quant/quantize_ref.h"
 
 namespace qloom::exporter {
@@ -43,6 +44,7 @@ uint64_t numel_of(const std::vector<uint64_t>& s) {
 bool is_4bit_int(QDtype d) { return d == QDtype::kInt4 || d == QDtype::kUInt4; }
 bool is_8bit_int(QDtype d) { return d == QDtype::kInt8 || d == QDtype::kUInt8; }
 bool is_fp8(QDtype d) { return d == QDtype::kFp8E4M3 || d == QDtype::kFp8E5M2; }
+bool is_fp6(QDtype d) { return d == QDtype::kFp6E2M3 || d == QDtype::kFp6E3M2; }
 
 void check_model_dtype(DType m) {
   if (m != DType::kBF16 && m != DType::kF16 && m != DType::kF32)
@@ -177,6 +179,15 @@ WeightLayout weight_layout(const std::string& module, const std::vector<uint64_t
     if (in % 2 != 0) unsupported(item, "fp4 weights need an even in_features");
     L.weight_dtype = DType::kU8;
     L.weight_shape = {out, in / 2};
+    L.scale_shape = {out, in / g};
+  } else if (is_fp6(w.dtype)) {
+    // Pack_fp6 (pack.py, core/fp6_pack.h): four codes in three bytes along
+    // the row; e8m0 scales [out, in / 32] as for fp4.
+    if (w.qscheme != QScheme::kPerGroup || w.scale_format != ScaleFormat::kE8M0)
+      unsupported(item, "fp6 weights are exported as MX: per_group with e8m0 scales");
+    if (in % 4 != 0) unsupported(item, "fp6 weights need in_features divisible by 4");
+    L.weight_dtype = DType::kU8;
+    L.weight_shape = {out, in / 4 * 3};
     L.scale_shape = {out, in / g};
   } else {
     unsupported(item, std::string("weights in ") + quant::quant_dtype_name(w.dtype) +
@@ -475,6 +486,9 @@ std::vector<ExportedTensor> pack_quantized_weight(const std::string& module, con
     } else {
       wt.data = words_to_bytes(pack4_padded(qt.codes.data(), out, in, sgn, order));
     }
+  } else if (is_fp6(w.dtype)) {
+    wt.data.resize(n / 4 * 3);
+    pack_fp6(qt.codes.data(), n, reinterpret_cast<uint8_t*>(wt.data.data()));
   } else {  // fp4
     for (uint64_t i = 0; i < n; ++i)
       if (qt.codes[i] > 15)
@@ -632,6 +646,10 @@ std::pair<uint64_t, uint64_t> logical_weight_shape(const std::string& module, co
   } else if (spec.dtype == QDtype::kFp4) {
     out = wv.shape()[0];
     in = wv.shape()[1] * 2;
+  } else if (is_fp6(spec.dtype)) {
+    if (wv.shape()[1] % 3 != 0) layout_error(wv.name(), "packed fp6 rows hold a multiple of 3 bytes, got " + format_shape(wv.shape()));
+    out = wv.shape()[0];
+    in = wv.shape()[1] / 3 * 4;
   } else {
     unsupported(wv.name(), std::string("weights in ") + quant::quant_dtype_name(spec.dtype) +
                                " are not supported");
@@ -677,6 +695,8 @@ QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSp
     } else {
       qt.codes = unpack4_padded(words.data(), out, in, sgn, order);
     }
+  } else if (is_fp6(spec.dtype)) {
+    unpack_fp6(reinterpret_cast<const uint8_t*>(wv.data.data()), n, qt.codes.data());
   } else {  // fp4
     unpack_nibbles_u8(reinterpret_cast<const uint8_t*>(wv.data.data()), n, qt.codes.data());
   }

@@ -36,6 +36,10 @@
 //                        weight_zero_point I32 []
 //   fp4 (MX, e8m0)       weight U8 [out, in/2], element 2k in the low nibble
 //                        of byte k; weight_scale U8 (e8m0 codes) [out, in/g]
+//   fp6_e2m3 / fp6_e3m2 (MX, e8m0)  weight U8 [out, in/4*3], four codes in
+//                        three bytes (core/fp6_pack.h, Pack_fp6);
+//                        weight_scale U8 (e8m0 codes) [out, in/g]
+//   progressive (int4_fp8): see quark_progressive.h
 // Activations (static only; dynamic specs write nothing):
 //   fp8 per_tensor       <module>.input_scale / .output_scale M []
 //   int8/uint8 per_tensor  .input_scale F32 [] and .input_zero_point I8/U8 []
@@ -104,7 +108,7 @@ std::optional<DType> quark_zero_point_dtype(const quant::QuantSpec& spec);
 // The tensors a quantized linear's weight becomes, in write order: weight,
 // weight_scale, then weight_zero_point when there is one. Shapes and dtypes
 // only (no data), so a writer can plan shards before quantizing. Throws
-// kUnsupported for layouts Quark cannot export or reload (fp8_e5m2 / fp6
+// kUnsupported for layouts Quark cannot export or reload (fp8_e5m2
 // weights, fp8 per_group, per-channel int4 with in % 8 != 0, MX without e8m0
 // scales, int4/uint4 with out or (per-channel/per-tensor) in not divisible
 // by 8) and kUsage for a non-2-D shape, a group size that does not divide

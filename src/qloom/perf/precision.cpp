@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "qloom/core/error.h"
+#include "qloom/export/quark_progressive.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/scheme_registry.h"
 
@@ -33,7 +34,8 @@ Precision from_scheme(const quant::SchemeDef& s) {
   p.name = s.name;
   p.quant_scheme = s.name;
   p.spec = s.linear;
-  p.weight_bits = quant::quant_dtype_bits(s.linear.weight->dtype);
+  // A progressive weight (int4_fp8) stores its last stage's codes.
+  p.weight_bits = quant::quant_dtype_bits((s.linear.weight_stage2 ? *s.linear.weight_stage2 : *s.linear.weight).dtype);
   p.activation_bits = input_bits(s.linear);
   p.level = p.weight_bits;
   p.description = s.description;
@@ -113,9 +115,19 @@ std::vector<std::string> parse_kv_candidates(const std::vector<std::string>& nam
   return out;
 }
 
+namespace {
+// The tensors a precision's weight is stored as (progressive: both stages).
+std::vector<io::TensorSpec> weight_specs(const Precision& p, uint64_t rows, uint64_t cols, DType model_dtype) {
+  const quant::LayerQuantSpec& l = *p.spec;
+  if (l.weight_stage2)
+    return exporter::progressive_weight_specs("weight", {rows, cols}, *l.weight, *l.weight_stage2, model_dtype);
+  return exporter::quark_weight_specs("weight", {rows, cols}, *l.weight, model_dtype);
+}
+}  // namespace
+
 uint64_t stored_weight_bits(const Precision& p, uint64_t rows, uint64_t cols, DType model_dtype) {
   if (p.is_native()) return rows * cols * uint64_t(dtype_bits(model_dtype));
-  const auto specs = exporter::quark_weight_specs("weight", {rows, cols}, *p.spec->weight, model_dtype);
+  const auto specs = weight_specs(p, rows, cols, model_dtype);
   uint64_t bytes = 0;
   for (const io::TensorSpec& s : specs) bytes += s.nbytes();
   return bytes * 8;
@@ -124,7 +136,7 @@ uint64_t stored_weight_bits(const Precision& p, uint64_t rows, uint64_t cols, DT
 std::string unfit_reason(const Precision& p, uint64_t rows, uint64_t cols, DType model_dtype) {
   if (p.is_native()) return {};
   try {
-    (void)exporter::quark_weight_specs("weight", {rows, cols}, *p.spec->weight, model_dtype);
+    (void)weight_specs(p, rows, cols, model_dtype);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kUsage) throw;
     return e.message();

@@ -7,6 +7,7 @@
 #include "qloom/core/error.h"
 #include "qloom/engine/model.h"
 #include "qloom/engine/weight_source.h"
+#include "qloom/quant/progressive.h"
 #include "qloom/quant/activation_observer.h"
 #include "qloom/quant/calib_data.h"
 #include "qloom/quant/fake_quant.h"
@@ -115,6 +116,12 @@ void overlay_quantized(const engine::WeightSource& base, const PartitionPlan& pl
     const std::string name = module + ".weight";
     const std::vector<float> w = quant::host_tensor_f32(base.load(name), name);
     const quant::QuantSpec& ws = *p->spec->weight;
+    if (p->spec->weight_stage2) {  // progressive (int4_fp8)
+      const quant::ProgressiveTensor pt =
+          quant::quantize_progressive(w.data(), m.rows, m.cols, ws, *p->spec->weight_stage2, name, dt, threads);
+      overlay.set_f32(name, {int64_t(m.rows), int64_t(m.cols)}, quant::dequantize_progressive(pt, threads));
+      continue;
+    }
     const quant::QuantizedTensor qt =
         quant::quantize_weight(w.data(), m.rows, m.cols, ws, quant::quark_scale_dtype(ws, dt), name, dt, threads);
     overlay.set_f32(name, {int64_t(m.rows), int64_t(m.cols)}, quant::dequantize(qt, threads));

@@ -1,5 +1,7 @@
 #include "qloom/quant/gptq.h"
 
+#include "qloom/quant/mx_fp6.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -39,8 +41,8 @@ uint8_t quantize_one(const Plan& p, const GroupParams& g, float x, float* q) {
     }
     case Kind::kMx: break;
   }
-  const uint8_t c = detail::encode_mx(g, x);
-  *q = fp4_e2m1_to_float(c) * g.scale;
+  const uint8_t c = detail::encode_mx(g, x, p.mx_dtype);
+  *q = mx_decode(mx_element(p.mx_dtype), c) * g.scale;
   return c;
 }
 

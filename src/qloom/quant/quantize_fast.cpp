@@ -10,6 +10,7 @@
 
 #include "qloom/core/convert.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/quant/mx_fp6.h"
 #include "qloom/quant/quantize_ref.h"
 
 #if defined(__x86_64__)
@@ -96,7 +97,7 @@ void encode_scalar(const Plan& p, const GroupParams& g, const float* x, uint8_t*
       for (uint64_t i = 0; i < n; ++i) out[i] = encode_fp8(p, g, x[i]);
       return;
     case Kind::kMx:
-      for (uint64_t i = 0; i < n; ++i) out[i] = encode_mx(g, x[i]);
+      for (uint64_t i = 0; i < n; ++i) out[i] = encode_mx(g, x[i], p.mx_dtype);
       return;
   }
 }
@@ -258,7 +259,10 @@ void encode(bool avx2, const Plan& p, const GroupParams& g, const float* x, uint
     switch (p.kind) {
       case Kind::kInt: return encode_int_avx2(p, g, x, out, n);
       case Kind::kFp8: return encode_fp8_avx2(p, g, x, out, n, tmp);
-      case Kind::kMx: return encode_mx_avx2(g, x, out, n);
+      case Kind::kMx:
+        if (p.mx_dtype != QDtype::kFp4)
+          return mx_encode_fp6_block(mx_element(p.mx_dtype), x, g.inv_scale, out, n, true);
+        return encode_mx_avx2(g, x, out, n);
     }
   }
 #endif
@@ -273,7 +277,8 @@ GroupParams params_of(const Plan& p, float mn, float mx, std::string_view tensor
     case Kind::kFp8: return fp8_params(p, std::max(-mn, mx), tensor_name);
     case Kind::kMx: break;
   }
-  return mx_params(std::max(-mn, mx));
+  const MxElement& e = mx_element(p.mx_dtype);
+  return mx_params(std::max(-mn, mx), e.mbits, e.emax);
 }
 
 // The first non-finite element in row-major order (same error as the reference).
@@ -389,11 +394,13 @@ void dequantize(const QuantizedTensor& t, float* out, unsigned threads) {
     const uint8_t b = static_cast<uint8_t>(c);
     switch (spec.dtype) {
       case QDtype::kFp8E4M3: shared_lut[c] = fp8_e4m3_to_float(b); break;
-      case QDtype::kFp4: shared_lut[c] = fp4_e2m1_to_float(b); break;
+      case QDtype::kFp4:
+      case QDtype::kFp6E2M3:
+      case QDtype::kFp6E3M2: shared_lut[c] = mx_decode(mx_element(spec.dtype), b); break;
       default: shared_lut[c] = static_cast<float>(is_signed_int ? static_cast<int>(static_cast<int8_t>(b)) : c); break;
     }
   }
-  const bool is_int = spec.dtype != QDtype::kFp8E4M3 && spec.dtype != QDtype::kFp4;
+  const bool is_int = spec.dtype != QDtype::kFp8E4M3 && !is_mx_element(spec.dtype);
   parallel_rows(rows, resolve_threads(threads, rows, n), [&](uint64_t r0, uint64_t r1, unsigned) {
     FpEnvGuard env;
     // A private copy: reading the caller's table from another thread, next to

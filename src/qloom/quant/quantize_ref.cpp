@@ -7,6 +7,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/quant/mx_fp6.h"
 
 namespace qloom::quant {
 namespace detail {
@@ -82,16 +83,21 @@ Plan make_plan(uint64_t rows, uint64_t cols, const QuantSpec& spec, DType scale_
     case QDtype::kInt4: p.kind = Kind::kInt; p.qmin = -8; p.qmax = 7; p.is_signed = true; break;
     case QDtype::kUInt4: p.kind = Kind::kInt; p.qmin = 0; p.qmax = 15; p.is_signed = false; break;
     case QDtype::kFp8E4M3: p.kind = Kind::kFp8; break;
-    case QDtype::kFp4: p.kind = Kind::kMx; break;
+    case QDtype::kFp4:
+    case QDtype::kFp6E2M3:
+    case QDtype::kFp6E3M2: p.kind = Kind::kMx; p.mx_dtype = spec.dtype; break;
     default:
       throw Error(ErrorKind::kUnsupported, "", name,
                   std::string("weight dtype ") + quant_dtype_name(spec.dtype) + " is not implemented yet",
-                  "choose a scheme with int8, int4, uint4, fp8_e4m3 or MX fp4 weights");
+                  "choose a scheme with int8, int4, uint4, fp8_e4m3 or MX fp4 / fp6 weights");
   }
+  p.fp8_scale_f32 = p.kind == Kind::kFp8 && spec.scale_type == "float32";
   if (p.kind == Kind::kMx) {
     if (spec.scale_format != ScaleFormat::kE8M0 || spec.qscheme != QScheme::kPerGroup)
       throw Error(ErrorKind::kUnsupported, "", name,
-                  "fp4 weights are implemented only as OCP MX (per_group, e8m0 scales)", "use mxfp4");
+                  std::string(quant_dtype_name(spec.dtype)) +
+                      " weights are implemented only as OCP MX (per_group, e8m0 scales)",
+                  "use mxfp4, mxfp6_e2m3 or mxfp6_e3m2");
     if (!spec.scale_calculation_mode.empty() && spec.scale_calculation_mode != "even")
       throw Error(ErrorKind::kUnsupported, "", name,
                   "MX scale_calculation_mode '" + spec.scale_calculation_mode + "' is not implemented",
@@ -99,7 +105,7 @@ Plan make_plan(uint64_t rows, uint64_t cols, const QuantSpec& spec, DType scale_
   } else {
     if (spec.scale_format != ScaleFormat::kFloat)
       throw Error(ErrorKind::kUnsupported, "", name,
-                  std::string("e8m0 scales are implemented only for fp4 (MX) weights, not ") +
+                  std::string("e8m0 scales are implemented only for fp4 / fp6 (MX) weights, not ") +
                       quant_dtype_name(spec.dtype),
                   "");
     if (!is_float_scale_dtype(scale_dtype))
@@ -185,7 +191,8 @@ GroupParams int_params(const Plan& p, float mn, float mx, std::string_view tenso
 GroupParams fp8_params(const Plan& p, float amax, std::string_view tensor_name) {
   // O calculate_fp8_quant_parameters -> get_scale("float32"):
   //   scale = amax / 448 (in the model dtype); masked_fill(scale == 0, eps).
-  float s = round_to(p.model_dtype, amax / 448.0f);
+  // scale_type "float32" (rule (6)): amax.to(float32) / 448, no rC.
+  float s = p.fp8_scale_f32 ? amax / 448.0f : round_to(p.model_dtype, amax / 448.0f);
   if (s == 0.0f) s = kEps;
   GroupParams g;
   g.scale = store_scale(p.scale_dtype, s, tensor_name);
@@ -193,9 +200,8 @@ GroupParams fp8_params(const Plan& p, float amax, std::string_view tensor_name) 
   return g;
 }
 
-GroupParams mx_params(float amax) {
-  // U even_round(amax, fp4) with mbits = 1, emax = 2 (get_dtype_params).
-  constexpr int kMbits = 1, kEmax = 2;
+GroupParams mx_params(float amax, int kMbits, int kEmax) {
+  // U even_round(amax, dtype) with the dtype's mbits, emax (get_dtype_params).
   uint32_t bits = std::bit_cast<uint32_t>(amax) & 0x7FFFFFFFu;  // amax may be -0.0
   int e;
   if (bits == 0) {
@@ -232,7 +238,8 @@ GroupParams group_params(const Plan& p, const float* x, uint64_t len, std::strin
     case Kind::kFp8: return fp8_params(p, amax, tensor_name);
     case Kind::kMx: break;
   }
-  return mx_params(amax);
+  const MxElement& e = mx_element(p.mx_dtype);
+  return mx_params(amax, e.mbits, e.emax);
 }
 
 uint8_t encode_int(const Plan& p, const GroupParams& g, float x) {
@@ -255,12 +262,11 @@ uint8_t encode_fp8(const Plan& p, const GroupParams& g, float x) {
   return float_to_fp8_e4m3(q);
 }
 
-uint8_t encode_mx(const GroupParams& g, float x) {
+uint8_t encode_mx(const GroupParams& g, float x, QDtype element) {
   // K real_quantize_fp4_fp6_per_group: input / scale (f32), then M
-  // fake_quantize_element (RNE, saturate at 6, zero magnitude -> +0.0).
-  uint8_t c = float_to_fp4_e2m1(x / g.scale);
-  if ((c & 0x7u) == 0) c = 0;
-  return c;
+  // fake_quantize_element (RNE, saturate at the format's max, zero magnitude
+  // -> +0.0).
+  return mx_encode_ref(mx_element(element), x / g.scale);
 }
 
 }  // namespace detail
@@ -300,7 +306,7 @@ QuantizedTensor quantize_weight_ref(const float* w, uint64_t rows, uint64_t cols
       case Kind::kFp8: return encode_fp8(p, g, x);
       case Kind::kMx: break;
     }
-    return encode_mx(g, x);
+    return encode_mx(g, x, p.mx_dtype);
   };
 
   if (p.per_tensor) {
@@ -342,7 +348,9 @@ void dequantize_ref(const QuantizedTensor& t, float* out) {
     const uint8_t c = t.codes[i];
     switch (spec.dtype) {
       case QDtype::kFp8E4M3: out[i] = fp8_e4m3_to_float(c) * s; break;
-      case QDtype::kFp4: out[i] = fp4_e2m1_to_float(c) * s; break;
+      case QDtype::kFp4:
+      case QDtype::kFp6E2M3:
+      case QDtype::kFp6E3M2: out[i] = mx_decode(mx_element(spec.dtype), c) * s; break;
       default: {
         const int v = is_signed_int ? static_cast<int>(static_cast<int8_t>(c)) : static_cast<int>(c);
         const int zp = t.zero_points.empty() ? 0 : t.zero_points[si];

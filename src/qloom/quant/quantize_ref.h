@@ -59,6 +59,12 @@
 //     before the cast to e4m3: for bf16 models this double rounding decides
 //     ~2% of the codes, and qloom reproduces it. e4m3 rounding is RNE and
 //     keeps the sign of zero.
+// (5) OCP MXFP6 e2m3 / e3m2: rule (4) with the element format's mbits / emax
+//     (3 / 2 and 2 / 4: the even rounding adds 1 << 19 / 1 << 20, e =
+//     E - emax) and its element grid (max 7.5 / 28), see mx_fp6.h.
+// (6) fp8 specs with scale_type "float32" (int4_fp8's first stage): rule (3)
+//     without rC in the scale (scale = amax / 448 in f32); the codes still
+//     round x / scale to C.
 // (4) OCP MXFP4 (O PerBlockMXObserver + get_scale "e8m0" "even", U even_round,
 //     K real_quantize_fp4_fp6_per_group, M, N):
 //     per 32 consecutive inputs: amax; E = exponent of amax rounded "evenly"
@@ -156,6 +162,10 @@ struct Plan {
   bool is_signed = true;         // integer codes are signed (int8 / int4)
   bool symmetric = true;         // integer kinds: false = zero points
   DType scale_dtype = DType::kF32, model_dtype = DType::kF32;
+  QDtype mx_dtype = QDtype::kFp4;  // MX kind: the element format (mx_fp6.h)
+  // fp8 scale_type "float32": Quark's get_scale casts amax to f32 before the
+  // division, so the scale is amax / 448 in f32, not rounded to the model dtype.
+  bool fp8_scale_f32 = false;
 };
 
 // Checks spec, shape and dtypes; throws the documented errors.
@@ -175,7 +185,9 @@ struct GroupParams {
 // Integer kinds from the group's min and max; fp8 and MX from its amax.
 GroupParams int_params(const Plan& p, float mn, float mx, std::string_view tensor_name);
 GroupParams fp8_params(const Plan& p, float amax, std::string_view tensor_name);
-GroupParams mx_params(float amax);
+// MX: `mbits` / `emax` of the element format (fp4 1 / 2, fp6_e2m3 3 / 2,
+// fp6_e3m2 2 / 4; mx_fp6.h).
+GroupParams mx_params(float amax, int mbits = 1, int emax = 2);
 // The parameters of one group x[0..len) (len >= 1) for the plan's kind: its
 // min / max (integer kinds) or amax (fp8, MX), then the function above.
 GroupParams group_params(const Plan& p, const float* x, uint64_t len, std::string_view tensor_name);
@@ -183,7 +195,7 @@ GroupParams group_params(const Plan& p, const float* x, uint64_t len, std::strin
 // Element encoders (the exact rules above).
 uint8_t encode_int(const Plan& p, const GroupParams& g, float x);
 uint8_t encode_fp8(const Plan& p, const GroupParams& g, float x);
-uint8_t encode_mx(const GroupParams& g, float x);
+uint8_t encode_mx(const GroupParams& g, float x, QDtype element = QDtype::kFp4);
 
 [[noreturn]] void throw_nonfinite(std::string_view tensor_name, uint64_t row, uint64_t col, float value);
 

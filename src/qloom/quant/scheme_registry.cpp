@@ -102,6 +102,37 @@ QuantSpec ocp_mxfp4(bool dynamic) {
   return s;
 }
 
+// OCP_MXFP6E2M3Spec / OCP_MXFP6E3M2Spec(ch_axis=-1, is_dynamic): the MXFP4
+// spec with dtype fp6_e2m3 / fp6_e3m2 (same OCP_MX_SPEC_KWARGS).
+QuantSpec ocp_mxfp6(QDtype fp6, bool dynamic) {
+  QuantSpec s = ocp_mxfp4(dynamic);
+  s.dtype = fp6;
+  return s;
+}
+
+// Int4PerGroupSpec(ch_axis=-1, is_dynamic=True, group_size=G) without a
+// scale_type argument: the dataclass default "float" (int4_wa_64's input).
+QuantSpec int4_per_group_dynamic(int group_size) {
+  QuantSpec s = int4_per_group(false, group_size);
+  s.is_dynamic = true;
+  return s;
+}
+
+// INT4_FP8Scheme: the weight is ProgressiveSpec(first_stage=
+// FP8E4M3PerTensorSpec(min_max, scale_type="float32", static), second_stage=
+// Int4PerChannelSpec(symmetric, scale_type="float32", half_even, ch_axis=0,
+// static)); the input FP8E4M3PerTensorSpec(min_max, scale_type="float32",
+// dynamic).
+LayerQuantSpec int4_fp8_progressive() {
+  LayerQuantSpec l;
+  l.weight = fp8_per_tensor(false, "float32");
+  QuantSpec second = int4_per_channel(false);
+  second.scale_type = "float32";
+  l.weight_stage2 = second;
+  l.input = fp8_per_tensor(true, "float32");
+  return l;
+}
+
 LayerQuantSpec weight_only(QuantSpec w) {
   LayerQuantSpec l;
   l.weight = std::move(w);
@@ -124,6 +155,9 @@ std::vector<SchemeDef> build_schemes() {
                      " input elements (Int4WeightOnlyScheme)"});
   v.push_back({"int4_wo_per_channel", weight_only(int4_per_channel(false)),
                "W4A16: int4 symmetric weights, one scale per output channel"});
+  v.push_back({"int4_wa_64", weight_and_input(int4_per_group(false, 64), int4_per_group_dynamic(64)),
+               "W4A4: int4 symmetric weights and dynamic int4 activations, one scale per 64 input "
+               "elements (Int4WeightAndActivationScheme)"});
   for (int gs : {32, 64, 128})
     v.push_back({"uint4_wo_" + g(gs), weight_only(int4_per_group(true, gs)),
                  "W4A16: uint4 asymmetric weights (scale + zero point) per " + g(gs) +
@@ -140,6 +174,19 @@ std::vector<SchemeDef> build_schemes() {
                "OCP MXFP4: fp4 e2m1 weights and dynamic activations, e8m0 scale per 32 elements"});
   v.push_back({"mxfp4_weight_only", weight_only(ocp_mxfp4(false)),
                "OCP MXFP4 weights only (e8m0 scale per 32 elements), activations unquantized"});
+  v.push_back({"mxfp6_e3m2", weight_and_input(ocp_mxfp6(QDtype::kFp6E3M2, false), ocp_mxfp6(QDtype::kFp6E3M2, true)),
+               "OCP MXFP6 e3m2: fp6 weights and dynamic activations, e8m0 scale per 32 elements"});
+  v.push_back({"mxfp6_e2m3", weight_and_input(ocp_mxfp6(QDtype::kFp6E2M3, false), ocp_mxfp6(QDtype::kFp6E2M3, true)),
+               "OCP MXFP6 e2m3: fp6 weights and dynamic activations, e8m0 scale per 32 elements"});
+  v.push_back({"mxfp4_mxfp6_e2m3", weight_and_input(ocp_mxfp4(false), ocp_mxfp6(QDtype::kFp6E2M3, true)),
+               "OCP MXFP4 weights, dynamic MXFP6 e2m3 activations (e8m0 scales per 32 elements)"});
+  // MXFP4_FP8Scheme: FP8E4M3PerTensorSpec(observer_method="min_max",
+  // is_dynamic=False) without scale_type, so scale_type is null.
+  v.push_back({"mxfp4_fp8", weight_and_input(ocp_mxfp4(false), fp8_per_tensor(false, "")),
+               "W4A8: OCP MXFP4 weights, static per-tensor fp8 e4m3 activations (calibrated)"});
+  v.push_back({"int4_fp8", int4_fp8_progressive(),
+               "W4A8: int4 per-channel weights quantized progressively (fp8 e4m3 per tensor, then int4), "
+               "dynamic per-tensor fp8 activations"});
   return v;
 }
 
@@ -246,9 +293,7 @@ const SchemeDef* find_scheme(std::string_view name) {
 const std::vector<std::string>& quark_only_scheme_names() {
   // LLMTemplate.get_supported_schemes() of amd-quark 0.13 minus the above.
   static const std::vector<std::string> v = {
-      "int4_wa_64", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_mxfp6_e2m3", "mxfp4_fp8",
-      "amdfp4",     "amdfp4_g32", "int4_fp8",   "mx6",              "mx9",
-      "bfp16",      "nvfp4",      "fp4_block16_scale_e4m3",         "amdfp4_global16",
+      "amdfp4", "amdfp4_g32", "mx6", "mx9", "bfp16", "nvfp4", "fp4_block16_scale_e4m3", "amdfp4_global16",
       "amdfp4_global32"};
   return v;
 }

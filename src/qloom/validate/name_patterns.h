@@ -22,7 +22,8 @@ bool glob_match(std::string_view pattern, std::string_view text);
 
 // The tensor-name suffixes a Quark export writes beside a quantized module's
 // `weight`: weight_scale, weight_zero_point, input_scale, input_zero_point,
-// output_scale, output_zero_point. Returns the suffix `name` ends with (after a
+// output_scale, output_zero_point, and a two-stage weight's weight_scale_2,
+// weight_zero_point_2. Returns the suffix `name` ends with (after a
 // dot), or an empty view.
 std::string_view quantization_suffix(std::string_view name);
 

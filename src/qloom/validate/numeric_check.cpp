@@ -12,6 +12,7 @@
 #include "qloom/export/checkpoint_runtime.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
+#include "qloom/export/quark_progressive.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/distortion.h"
 #include "qloom/quant/quantize_fast.h"
@@ -156,11 +157,21 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
     try {
       const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
       if (!spec || !spec->weight) throw Error(ErrorKind::kInvalidInput, "", module, "has a weight_scale but quantization_config assigns it no weight spec");
-      const quant::QuantSpec& ws = *spec->weight;
+      // A progressive weight (int4_fp8) is held to its stored (last) stage's format.
+      const bool progressive = spec->weight_stage2.has_value();
+      const quant::QuantSpec& ws = progressive ? *spec->weight_stage2 : *spec->weight;
       scheme = quant::quant_dtype_name(ws.dtype);
       if (ws.qscheme == quant::QScheme::kPerGroup) scheme += " g" + std::to_string(ws.group_size);
-      const quant::QuantizedTensor qt = exporter::unpack_quantized_weight(module, ws, lookup, order);
-      deq = quant::dequantize(qt);
+      if (progressive) scheme += std::string(" via ") + quant::quant_dtype_name(spec->weight->dtype);
+      quant::QuantizedTensor qt;
+      quant::ProgressiveTensor pt;
+      if (progressive) {
+        pt = exporter::unpack_progressive_weight(module, *spec->weight, ws, lookup, order);
+        deq = quant::dequantize_progressive(pt);
+      } else {
+        qt = exporter::unpack_quantized_weight(module, ws, lookup, order);
+        deq = quant::dequantize(qt);
+      }
       const io::TensorInfo* si = sw.find(module + ".weight");
       if (si == nullptr) throw Error(ErrorKind::kNotFound, "", module + ".weight", "not in the source checkpoint");
       src_f32.resize(si->numel());
@@ -186,7 +197,14 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
       const quant::DistortionStats d = quant::measure_distortion(src_f32.data(), deq.data(), deq.size());
       std::optional<double> rtn_sqnr;
       bool same_as_rtn = false;
-      if (model_dtype) {
+      if (model_dtype && progressive) {
+        const quant::ProgressiveTensor again = quant::quantize_progressive(
+            src_f32.data(), si->shape[0], si->shape[1], *spec->weight, ws, module + ".weight", *model_dtype);
+        same_as_rtn = again.second.codes == pt.second.codes && again.second.scales == pt.second.scales &&
+                      again.second.zero_points == pt.second.zero_points && again.first.scales == pt.first.scales;
+        const std::vector<float> ref = quant::dequantize_progressive(again);
+        rtn_sqnr = quant::measure_distortion(src_f32.data(), ref.data(), ref.size()).sqnr_db;
+      } else if (model_dtype) {
         const DType scale_dtype = quant::quark_scale_dtype(ws, *model_dtype);
         const quant::QuantizedTensor again = quant::quantize_weight(
             src_f32.data(), si->shape[0], si->shape[1], ws, scale_dtype, module + ".weight", *model_dtype);
