@@ -46,6 +46,10 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;
   NamedLinear lm_head;  // empty weights when tied (embed is used, named "lm_head")
+  // The embedding serves as lm_head: tie_word_embeddings and no lm_head.weight
+  // in the checkpoint (one that has its own, e.g. a rotated model, is untied,
+  // as transformers 5 unties it).
+  bool tied_head = false;
   size_t bytes() const;
 };
 

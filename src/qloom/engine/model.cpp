@@ -94,7 +94,7 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
 std::vector<float> ModelImpl::head_logits(ForwardContext& ctx, const float* x, int64_t rows, float* h) {
   const int64_t D = config_.hidden_size;
   rms_norm(x, h, rows, D, w_.final_norm.data(), static_cast<float>(config_.rms_norm_eps), &pool_);
-  const LinearWeight& head = config_.tie_word_embeddings && !w_.lm_head.w.native ? w_.embed.w : w_.lm_head.w;
+  const LinearWeight& head = w_.tied_head && !w_.lm_head.w.native ? w_.embed.w : w_.lm_head.w;
   std::vector<float> logits(static_cast<size_t>(rows * config_.vocab_size));
   ctx.run_linear(w_.lm_head.name, head, -1, h, rows, logits.data());
   if (config_.final_logit_softcapping > 0.0) {

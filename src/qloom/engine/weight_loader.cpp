@@ -266,7 +266,8 @@ ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const A
   for (int64_t i = 0; i < c.num_layers; ++i)
     m.layers.push_back(load_layer_weights(src, c, a, mode, label, i, compute));
   m.final_norm = load_final_norm(src, c, a, label);
-  if (!c.tie_word_embeddings) {
+  m.tied_head = c.tie_word_embeddings && !src.contains("lm_head.weight");
+  if (!m.tied_head) {
     m.lm_head = Loader(src, mode, label, compute).linear("lm_head", c.vocab_size, c.hidden_size, false);
   } else {
     m.lm_head.name = "lm_head";

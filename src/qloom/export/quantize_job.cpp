@@ -12,6 +12,8 @@
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/io/model_dir.h"
+#include "qloom/quant/rotation.h"
+#include "qloom/quant/rotation_stage.h"
 #include "qloom/quant/scheme_registry.h"
 
 namespace qloom::exporter {
@@ -64,20 +66,78 @@ std::vector<PlannedTensor> plan_tensors(const io::ModelDir& src, const JobPlan& 
   return tensors;
 }
 
+// The rotation pre-pass (quant/rotation_stage.h), taken out of the stage
+// list: it runs on the whole float model before calibration, so it must be
+// the first algorithm (kUsage otherwise). Null without rotation.
+std::unique_ptr<quant::RotationStage> take_rotation(std::vector<std::unique_ptr<quant::AlgorithmStage>>& stages) {
+  std::unique_ptr<quant::RotationStage> rotation;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    auto* r = dynamic_cast<quant::RotationStage*>(stages[i].get());
+    if (r == nullptr) continue;
+    if (i != 0)
+      throw Error(ErrorKind::kUsage, "", "--quant_algo",
+                  "rotation must come first (it rotates the float model that " + stages[0]->name() + " then fits)",
+                  "pass --quant_algo rotation," + stages[0]->name());
+    stages[i].release();
+    rotation.reset(r);
+    stages.erase(stages.begin());
+    break;
+  }
+  return rotation;
+}
+
+// The rotated model, written next to the output directory and removed when
+// the job ends; the quantization reads it instead of the source.
+struct RotatedSource {
+  std::unique_ptr<quant::ScratchDir> scratch;
+  std::unique_ptr<io::ModelDir> dir;
+};
+
+RotatedSource rotate_source(const QuantizeOptions& o, const io::ModelDir& src, const quant::RotationStage& stage,
+                            QuantizeSummary& sum) {
+  const auto t0 = Clock::now();
+  quant::ModelRotation rotation(src, stage.config());
+  RotatedSource r;
+  std::filesystem::path parent = std::filesystem::absolute(o.output_dir).parent_path();
+  r.scratch = std::make_unique<quant::ScratchDir>(".qloom-rotated", parent);
+  const std::filesystem::path dir = r.scratch->path() / "model";
+  quant::write_rotated_model(rotation, dir, o.threads);
+  r.dir = std::make_unique<io::ModelDir>(io::ModelDir::open(dir, /*open_weights=*/true));
+  if (src.config().value("tie_word_embeddings", false) && src.weights().find("lm_head.weight") == nullptr)
+    sum.warnings.push_back(
+        "rotation untied lm_head from embed_tokens (lm_head.weight is written; config.json keeps "
+        "tie_word_embeddings: true, as Quark writes it): transformers >= 5 and qloom load the checkpoint's "
+        "lm_head, runtimes that honour the tie (vLLM's llama) would use the rotated embedding as lm_head and "
+        "lose the final norm's weight");
+  sum.warnings.push_back("rotation: " + std::to_string(rotation.ops().size()) + " tensors rotated in " +
+                         std::to_string(std::chrono::duration<double>(Clock::now() - t0).count()) + " s");
+  return r;
+}
+
 }  // namespace
 
 QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progress,
                                const CalibrationProgressFn& calib_progress) {
   const auto t_start = Clock::now();
   QuantizeSummary sum;
-  const io::ModelDir src = io::ModelDir::open(o.model_dir, /*open_weights=*/true);
-  // 1. Which linear gets which spec; options refused before any work.
-  JobPlan plan = select_modules(o, src, sum);
-  check_supported(o);
-  // 2. The --quant_algo stages (unknown or unimplemented names and bad
-  //    configs fail here, before anything is written).
+  const io::ModelDir source = io::ModelDir::open(o.model_dir, /*open_weights=*/true);
+  // 1. The --quant_algo stages (unknown or unimplemented names and bad
+  //    configs fail here, before anything is written); the rotation pre-pass
+  //    writes the rotated model, which the rest of the job quantizes.
   std::vector<AlgoConfigFile> config_files;
-  std::vector<std::unique_ptr<quant::AlgorithmStage>> stages = build_algorithm_stages(o, src.model_type(), &config_files);
+  std::vector<std::unique_ptr<quant::AlgorithmStage>> stages =
+      build_algorithm_stages(o, source.model_type(), &config_files);
+  const std::unique_ptr<quant::RotationStage> rotation = take_rotation(stages);
+  check_supported(o);
+  (void)select_modules(o, source, sum);  // refuses bad scheme / layer options before the rotation's work
+  sum = QuantizeSummary{};
+  RotatedSource rotated;
+  if (rotation) rotated = rotate_source(o, source, *rotation, sum);
+  const io::ModelDir& src = rotated.dir ? *rotated.dir : source;
+  QuantizeOptions rotated_options = o;
+  if (rotated.dir) rotated_options.model_dir = src.path();
+  // 2. Which linear gets which spec.
+  JobPlan plan = select_modules(o, src, sum);
   for (const auto& f : config_files) sum.algo_config_files.push_back({f.algo, f.path.string(), f.sha256});
   if (!stages.empty())
     for (const auto& [module, spec] : plan.modules)
@@ -91,7 +151,7 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
                 "every linear layer is excluded; nothing would be quantized",
                 "relax --exclude_layers / --layer_quant_scheme");
   // 3. The output location(s), checked and staged.
-  OutputPublisher out(o, src.path());
+  OutputPublisher out(o, source.path());
   QuarkExporter ex(src, out.quark_dir(), export_options(o, out));
   for (const auto& p : ex.swept_partials())
     sum.warnings.push_back("removed " + p.string() + ", the staging directory of an earlier run that was killed");
@@ -103,8 +163,15 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   bool pipelined = false;
   ex.plan(plan_tensors(src, plan, !stages.empty(), pipelined));
   // 7. Every tensor, quantized (RTN or the pipeline's algorithm) or copied.
-  TensorStream stream(o, src, ex, pipelined, std::move(stages), plan.config, sum, calib_progress);
+  TensorStream stream(rotated.dir ? rotated_options : o, src, ex, pipelined, std::move(stages), plan.config, sum,
+                      calib_progress);
   stream.write_all(progress);
+  if (rotation) {  // Quark lists the algorithms in the order they ran: rotation first
+    nlohmann::ordered_json algos = nlohmann::ordered_json::array({rotation->algo_config()});
+    if (plan.config.algo_config.is_array())
+      for (const auto& a : plan.config.algo_config) algos.push_back(a);
+    plan.config.algo_config = algos;
+  }
   // 8. config.json (with algo_config once the pipeline ran), aux files.
   ex.finish(build_quantization_config(plan.config));
   sum.tensors_out = ex.output_specs().size();

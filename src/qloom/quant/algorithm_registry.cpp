@@ -5,6 +5,7 @@
 #include "qloom/core/error.h"
 #include "qloom/quant/awq_stage.h"
 #include "qloom/quant/gptq_stage.h"
+#include "qloom/quant/rotation_stage.h"
 #include "qloom/quant/smoothquant_stage.h"
 
 namespace qloom::quant {
@@ -20,7 +21,7 @@ const std::vector<std::string>& quark_algorithms() {
 
 }  // namespace
 
-std::vector<std::string> implemented_algorithms() { return {"awq", "gptq", "smoothquant"}; }
+std::vector<std::string> implemented_algorithms() { return {"awq", "gptq", "smoothquant", "rotation"}; }
 
 std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
                                                      const std::string& model_type) {
@@ -31,6 +32,7 @@ std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, co
   }
   if (name == "awq") return make_awq_stage(AwqStageConfig::from_json(config));
   if (name == "smoothquant") return make_smoothquant_stage(SmoothQuantStageConfig::from_json(config, model_type));
+  if (name == "rotation") return make_rotation_stage(RotationConfig::from_json(config, model_type));
   const auto& known = quark_algorithms();
   if (std::find(known.begin(), known.end(), name) != known.end())
     throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
