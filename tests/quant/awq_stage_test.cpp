@@ -6,6 +6,8 @@
 // without calibration tokens.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 
@@ -127,7 +129,8 @@ TEST(AwqStageConfig, EntriesMustNameGroupsOfTheModel) {
 }
 
 TEST(AlgorithmRegistry, AwqAndSmoothQuantAreImplemented) {
-  EXPECT_EQ(implemented_algorithms(), (std::vector<std::string>{"awq", "gptq", "smoothquant"}));
+  const auto impl = implemented_algorithms();
+  for (const char* a : {"awq", "gptq", "smoothquant"}) EXPECT_NE(std::find(impl.begin(), impl.end(), a), impl.end()) << a;
   EXPECT_EQ(make_algorithm_stage("awq", nullptr, "llama")->name(), "awq");
   EXPECT_EQ(make_algorithm_stage("smoothquant", nullptr, "llama")->name(), "smoothquant");
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("awq", {{"n_grid", -1}}, "llama"); }).kind(),

@@ -54,8 +54,11 @@ struct QuantizeOptions {
   //                  quantize activations (int8, fp8)
   // Combinations as Quark allows them: "smoothquant,gptq", "awq,gptq". The
   // folded norms / producer rows are written with their new values and
-  // listed as scaling_layers in algo_config. Names without a stage yet
-  // (gptaq, qronos, autosmoothquant, rotation) are refused (kUnsupported).
+  // listed as scaling_layers in algo_config. "gptaq" / "qronos"
+  // (quant/gptaq_stage.h, quant/qronos_stage.h): GPTQ variants fitted to the
+  // float model's layer inputs as well (the pipeline carries both streams).
+  // Names without a stage yet (autosmoothquant, rotation) are refused
+  // (kUnsupported).
   std::string quant_algo;
   // Per --quant_algo name, the algorithm's config as a JSON object in Quark's
   // form, overriding its per-model defaults key by key (e.g. "smoothquant" ->

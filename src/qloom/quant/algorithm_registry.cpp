@@ -4,7 +4,9 @@
 
 #include "qloom/core/error.h"
 #include "qloom/quant/awq_stage.h"
+#include "qloom/quant/gptaq_stage.h"
 #include "qloom/quant/gptq_stage.h"
+#include "qloom/quant/qronos_stage.h"
 #include "qloom/quant/rotation_stage.h"
 #include "qloom/quant/smoothquant_stage.h"
 
@@ -19,9 +21,17 @@ const std::vector<std::string>& quark_algorithms() {
   return names;
 }
 
+std::string implemented_list() {
+  std::string out;
+  for (const auto& n : implemented_algorithms()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 }  // namespace
 
-std::vector<std::string> implemented_algorithms() { return {"awq", "gptq", "smoothquant", "rotation"}; }
+std::vector<std::string> implemented_algorithms() {
+  return {"awq", "gptq", "gptaq", "qronos", "smoothquant", "rotation"};
+}
 
 std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
                                                      const std::string& model_type) {
@@ -33,12 +43,14 @@ std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, co
   if (name == "awq") return make_awq_stage(AwqStageConfig::from_json(config));
   if (name == "smoothquant") return make_smoothquant_stage(SmoothQuantStageConfig::from_json(config, model_type));
   if (name == "rotation") return make_rotation_stage(RotationConfig::from_json(config, model_type));
+  if (name == "gptaq") return make_gptaq_stage(GptaqConfig::from_json(config));
+  if (name == "qronos") return make_qronos_stage(QronosConfig::from_json(config));
   const auto& known = quark_algorithms();
   if (std::find(known.begin(), known.end(), name) != known.end())
     throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
-                "'" + name + "' is not implemented in qloom yet (implemented: awq, gptq, smoothquant)",
-                "use --quant_algo awq, gptq or smoothquant (comma-separated, run in the order given), or omit "
-                "--quant_algo for round-to-nearest");
+                "'" + name + "' is not implemented in qloom yet (implemented: " + implemented_list() + ")",
+                "use --quant_algo " + implemented_list() +
+                    " (comma-separated, run in the order given), or omit --quant_algo for round-to-nearest");
   std::string list;
   for (const auto& k : known) {
     if (!list.empty()) list += ", ";

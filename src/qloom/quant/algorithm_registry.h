@@ -1,6 +1,7 @@
 // The calibrated algorithms `qloom quantize --quant_algo` accepts, by
 // Quark's names: awq (quant/awq_stage.h), gptq (quant/gptq_stage.h),
-// smoothquant (quant/smoothquant_stage.h). Quark applies a list of
+// gptaq (quant/gptaq_stage.h), qronos (quant/qronos_stage.h), smoothquant
+// (quant/smoothquant_stage.h). Quark applies a list of
 // algorithms in the order given, any combination (e.g. smoothquant,gptq or
 // awq,gptq; torch/algorithm/api.py apply_advanced_quant_algo); qloom runs
 // them in that order on each layer. A name Quark knows whose stage qloom has

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -106,6 +107,25 @@ class LayerSession {
   virtual std::vector<std::vector<float>>* layer_io() = 0;
   virtual engine::ForwardHooks propagation_hooks() = 0;
   virtual void outputs_written() = 0;
+  // The float-model stream, carried only when a stage wants_float_stream()
+  // (GPTAQ, Qronos: they compare the quantized model's layer inputs with the
+  // float model's). float_inputs(): every sample's input to this layer in
+  // the model with no linear quantized, [T_s, hidden] fp32, in sample order
+  // (each earlier layer run with its float weights as they stood when the
+  // first such stage began it: after earlier stages' folds, before any
+  // quantization). Throws kUsage when the stream is not carried.
+  virtual const std::vector<std::vector<float>>& float_inputs() const = 0;
+  // Runs fn with the layer's linears holding those float weights, then puts
+  // the current (partly quantized) ones back, also when fn throws. fn must
+  // not call set_quantized. kUsage when the stream is not carried.
+  virtual void with_float_weights(const std::function<void()>& fn) = 0;
+  // As layer_io() for the float stream: non-null only for the layer's last
+  // stage while the stream is carried; a stage that advances these in place
+  // to the float layer's outputs (with_float_weights) calls
+  // float_outputs_written(); otherwise the pipeline runs the float layer over
+  // them after the stages.
+  virtual std::vector<std::vector<float>>* float_layer_io() = 0;
+  virtual void float_outputs_written() = 0;
   // Targets not quantized yet, in forward order.
   virtual std::vector<QuantTarget> pending() const = 0;
   // Records module's quantized weight and puts `dequantized` ([out, in],
@@ -134,6 +154,10 @@ class AlgorithmStage {
   virtual std::string name() const = 0;
   // The dict Quark writes for this algorithm (keys in Quark's order).
   virtual nlohmann::ordered_json algo_config() const = 0;
+  // True when the stage needs the float model's activations beside the
+  // quantized ones: the pipeline then carries both streams layer to layer
+  // (LayerSession::float_inputs; twice the activation memory).
+  virtual bool wants_float_stream() const { return false; }
   virtual void start(const engine::ModelConfig& /*config*/) {}
   virtual void process_layer(LayerSession& session) = 0;
   virtual void finish(PipelineSummary& /*summary*/) {}

@@ -345,4 +345,8 @@ GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vect
   return res;
 }
 
+uint8_t detail::gptq_quantize_one(const Plan& p, const GroupParams& g, float x, float* q) {
+  return quantize_one(p, g, x, q);
+}
+
 }  // namespace qloom::quant

@@ -38,6 +38,7 @@
 #include "qloom/core/dtype.h"
 #include "qloom/core/thread_pool.h"
 #include "qloom/quant/quant_spec.h"
+#include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/quantized_tensor.h"
 
 namespace qloom::quant {
@@ -118,6 +119,10 @@ namespace detail {
 // retry with more damping) or was consumed. On success H is consumed.
 bool cholesky_inverse_upper(std::vector<double>& H, int64_t n, double damp, std::vector<float>& U,
                             bool* retry = nullptr, ThreadPool* pool = nullptr);
+// GPTQ's encoding of one weight x with group parameters g: the code RTN
+// would give x, and *q = what it dequantizes to (dequantize_ref's
+// arithmetic). For the GPTQ variants (gptaq.h, qronos.h).
+uint8_t gptq_quantize_one(const Plan& p, const GroupParams& g, float x, float* q);
 }  // namespace detail
 
 }  // namespace qloom::quant

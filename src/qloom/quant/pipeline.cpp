@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -27,6 +29,10 @@ struct CalibrationPipeline::Impl {
   PipelineRequest req;
   std::unique_ptr<engine::LayerRunner> runner;
   std::vector<std::vector<float>> acts;  // per sample: [T, hidden] input of the next layer
+  // The float model's inputs of the next layer (only when a stage
+  // wants_float_stream()); empty otherwise.
+  std::vector<std::vector<float>> float_acts;
+  bool float_stream = false;
   std::vector<int64_t> lengths;
   std::vector<std::unique_ptr<AlgorithmStage>> stages;
   PipelineProgress progress;
@@ -89,6 +95,47 @@ class Session final : public LayerSession {
   // Which of the layer's stages is running (layer_io is for the last one).
   void set_stage(size_t i) { last_stage_ = i + 1 == p_.stages.size(); }
   std::vector<std::vector<float>>* layer_io() override { return last_stage_ && !written_ ? &p_.acts : nullptr; }
+
+  // The float stream (pipeline.h): the float weights are snapshotted when
+  // the first stage that wants the stream begins the layer.
+  void begin_stage(const AlgorithmStage& st) {
+    if (!st.wants_float_stream() || !float_weights_.empty()) return;
+    for (const engine::LayerLinear& l : p_.runner->linears()) float_weights_.emplace(l.name, *l.weight);
+  }
+  const std::vector<std::vector<float>>& float_inputs() const override {
+    require_float_stream();
+    return p_.float_acts;
+  }
+  void with_float_weights(const std::function<void()>& fn) override {
+    require_float_stream();
+    if (float_weights_.empty())
+      throw Error(ErrorKind::kInternal, "", "layer " + std::to_string(layer()),
+                  "with_float_weights before a stage that wants the float stream began");
+    struct Swap {
+      Session& s;
+      explicit Swap(Session& x) : s(x) { s.swap_float_weights(); }
+      ~Swap() { s.swap_float_weights(); }
+    } swap(*this);
+    fn();
+  }
+  std::vector<std::vector<float>>* float_layer_io() override {
+    return p_.float_stream && last_stage_ && !float_written_ ? &p_.float_acts : nullptr;
+  }
+  void float_outputs_written() override {
+    if (!p_.float_stream || !last_stage_)
+      throw Error(ErrorKind::kInternal, "", "layer " + std::to_string(layer()),
+                  "float_outputs_written without the float stream or from a stage that is not the last");
+    float_written_ = true;
+  }
+  // After the stages: the float layer's outputs become the next layer's
+  // float inputs, unless a stage advanced them itself.
+  void propagate_float() {
+    if (!p_.float_stream || float_written_) return;
+    with_float_weights([&] {
+      for (size_t s = 0; s < p_.float_acts.size(); ++s)
+        p_.runner->forward_layer(p_.float_acts[s].data(), p_.lengths[s], nullptr);
+    });
+  }
   engine::ForwardHooks propagation_hooks() override { return observe_hooks(p_.req, out_); }
   void outputs_written() override {
     if (!last_stage_ || !pending_.empty())
@@ -185,9 +232,19 @@ class Session final : public LayerSession {
  private:
   CalibrationPipeline::Impl& p_;
   LayerResult& out_;
+  void require_float_stream() const {
+    if (!p_.float_stream)
+      throw Error(ErrorKind::kUsage, "", "layer " + std::to_string(layer()),
+                  "the float-model stream is carried only for stages that want it (wants_float_stream)");
+  }
+  void swap_float_weights() {
+    for (auto& [name, w] : float_weights_) std::swap(p_.runner->linear(name), w);
+  }
+
   std::vector<QuantTarget> pending_;
   std::set<std::string> modified_;
-  bool last_stage_ = false, written_ = false;
+  std::map<std::string, engine::LinearWeight> float_weights_;  // swapped in by with_float_weights
+  bool last_stage_ = false, written_ = false, float_written_ = false;
   std::vector<float> scratch_;
 };
 
@@ -215,6 +272,11 @@ CalibrationPipeline::CalibrationPipeline(PipelineRequest request, const Calibrat
     p.summary.activation_bytes += p.acts.back().size() * sizeof(float);
   }
   p.summary.samples = p.acts.size();
+  p.float_stream = std::any_of(p.stages.begin(), p.stages.end(), [](const auto& st) { return st->wants_float_stream(); });
+  if (p.float_stream) {
+    p.float_acts = p.acts;
+    p.summary.activation_bytes *= 2;
+  }
   p.runner->release_embedding();  // vocab x hidden floats not needed past layer 0's inputs
   for (auto& st : p.stages) st->start(p.runner->config());
 }
@@ -257,6 +319,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
     Session s(p, out);
     for (size_t k = 0; k < p.stages.size(); ++k) {
       s.set_stage(k);
+      s.begin_stage(*p.stages[k]);
       p.stages[k]->process_layer(s);
     }
     propagated = propagated || s.written();
@@ -276,6 +339,7 @@ LayerResult CalibrationPipeline::run_layer(int64_t i) {
       s.set_quantized(t.linear.name, std::move(qt), std::move(deq));
     }
     s.collect_modified();
+    s.propagate_float();
   }
   if (!propagated) {
     PhaseTimer t(p.summary, "pipeline.propagate");
@@ -311,6 +375,7 @@ std::map<std::string, float> CalibrationPipeline::finish() {
   }
   for (auto& st : p.stages) st->finish(p.summary);
   std::vector<std::vector<float>>().swap(p.acts);
+  std::vector<std::vector<float>>().swap(p.float_acts);
   p.summary.seconds = since(p.t0);
   return amax;
 }

@@ -21,6 +21,16 @@
 //   finish: the final norm's output observed for non-layer modules (lm_head)
 //           when asked; each stage's finish()
 //
+// The float stream (only when a stage wants_float_stream(): GPTAQ, Qronos,
+// which compare the quantized model's layer inputs with the float model's,
+// as Quark's _use_original_weight processors do): a second copy of the
+// samples' activations, embedded with the first, run through each layer
+// with its float weights (snapshotted before the first such stage touches
+// the layer, restored around LayerSession::with_float_weights) after the
+// stages, so layer i+1 sees both the quantized model's inputs and the float
+// model's. Twice the activation memory; one more layer pass per layer
+// unless a stage advances the float stream itself (float_layer_io).
+//
 // So static scales are observed on the model as exported (earlier layers and
 // this layer quantized), as Quark calibrates after running its algorithm.
 // Activations are not fake-quantized while calibrating.
