@@ -5,6 +5,7 @@
 
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_json_util.h"
+#include "qloom/quant/progressive.h"
 
 namespace qloom::exporter {
 
