@@ -328,7 +328,7 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
     if (std::find(impl.begin(), impl.end(), a) == impl.end())
       ask("quant_algo", "qloom does not implement --quant_algo " + (a.empty() ? std::string("''") : a) +
                             " yet (implemented: " + join(impl, ", ") + "); use one of those, or RTN (no algorithm)?");
-    if ((a == "gptq" || a == "awq") && global && !is_int4_scheme(scheme))
+    if ((a == "gptq" || a == "gptaq" || a == "qronos" || a == "awq") && global && !is_int4_scheme(scheme))
       risks.push_back({"algorithm_scheme_mismatch", "medium",
                        a + " is designed for int4 / uint4 weight-only schemes; with " + scheme + " it may not help",
                        "use int4_wo_* / uint4_wo_*, or drop the algorithm"});
