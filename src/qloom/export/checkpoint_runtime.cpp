@@ -4,11 +4,13 @@
 #include <unordered_map>
 
 #include "qloom/core/error.h"
+#include "qloom/export/fp4_block_tensors.h"
 #include "qloom/export/native_linear.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/fake_quant.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/layer_selection.h"
 #include "qloom/quant/quantize_fast.h"
 
@@ -17,10 +19,19 @@ namespace {
 
 constexpr std::string_view kWeightSuffix = ".weight";
 
-// Activation quantization of one linear: spec + the checkpoint's static qparams.
+// Activation quantization of one linear: spec + the checkpoint's static
+// qparams; for a two-stage fp4 block input (nvfp4, amdfp4_global*) its
+// second stage and the global scale the checkpoint stores (input_scale_2).
 struct ActivationSim {
   quant::QuantSpec spec;
   std::optional<quant::StaticQParams> qparams;
+  std::optional<quant::QuantSpec> stage2;
+  float global_scale = 1.0f;
+};
+// A quantized weight's spec and, for two-stage specs, its second stage.
+struct WeightSpecs {
+  quant::QuantSpec weight;
+  std::optional<quant::QuantSpec> stage2;
 };
 struct ModuleSim {
   std::optional<ActivationSim> input, output;
@@ -39,7 +50,7 @@ using NativeMap = std::unordered_map<std::string, NativeLinear>;
 // (load_native) for the linears in `natives`; everything else as stored.
 class QuarkWeightSource final : public engine::WeightSource {
  public:
-  QuarkWeightSource(const io::ModelDir& dir, std::unordered_map<std::string, quant::QuantSpec> specs,
+  QuarkWeightSource(const io::ModelDir& dir, std::unordered_map<std::string, WeightSpecs> specs,
                     NativeMap natives, PackOrder order)
       : dir_(dir),
         plain_(engine::plain_weight_source(dir)),
@@ -73,13 +84,13 @@ class QuarkWeightSource final : public engine::WeightSource {
   void release(const std::string& name) const override { plain_->release(name); }
 
  private:
-  quant::QuantizedTensor unpack(const std::string& module, const quant::QuantSpec& spec) const {
-    return unpack_quantized_weight(module, spec, index_lookup(dir_.weights()), order_);
+  quant::QuantizedTensor unpack(const std::string& module, const WeightSpecs& spec) const {
+    return unpack_quantized_weight(module, spec.weight, index_lookup(dir_.weights()), order_, spec.stage2);
   }
 
   const io::ModelDir& dir_;
   std::unique_ptr<engine::WeightSource> plain_;
-  std::unordered_map<std::string, quant::QuantSpec> specs_;
+  std::unordered_map<std::string, WeightSpecs> specs_;
   NativeMap natives_;
   PackOrder order_;
 };
@@ -102,13 +113,30 @@ void apply(const SimMap& sims, const engine::LinearSite& site, float* x, int64_t
   const auto it = sims.find(site.module);
   if (it == sims.end()) return;
   const std::optional<ActivationSim>& a = input ? it->second.input : it->second.output;
-  if (a) quant::fake_quantize_activation(x, rows, cols, a->spec, a->qparams);
+  if (!a) return;
+  if (a->stage2) quant::fake_quantize_fp4_block(x, rows, cols, a->spec, a->stage2, a->global_scale);
+  else quant::fake_quantize_activation(x, rows, cols, a->spec, a->qparams);
+}
+
+// The simulated input of a two-stage spec: the dynamic first stage and the
+// checkpoint's static global scale <module>.input_scale_2.
+ActivationSim staged_input(const std::string& module, const quant::LayerQuantSpec& spec, const TensorLookup& lookup,
+                           const std::string& file) {
+  ActivationSim a{*spec.input, std::nullopt, spec.input_stage2, 1.0f};
+  quant::check_fp4_block_specs(*spec.input, spec.input_stage2, module + ".input_tensors");
+  const auto g = unpack_global_scale(scale2_tensor_name(module, ActivationRole::kInput), lookup);
+  if (!g)
+    throw Error(ErrorKind::kInvalidInput, file, scale2_tensor_name(module, ActivationRole::kInput),
+                "quantization_config gives this linear a two-stage input spec, but the checkpoint has no global scale",
+                "re-export the checkpoint with its calibrated scales");
+  a.global_scale = *g;
+  return a;
 }
 
 
 // What open_checkpoint_runtime gathers from the checkpoint's specs.
 struct Collected {
-  std::unordered_map<std::string, quant::QuantSpec> weight_specs;  // quantized linears
+  std::unordered_map<std::string, WeightSpecs> weight_specs;  // quantized linears
   NativeMap natives;                                               // those on native kernels
   std::shared_ptr<SimMap> sims = std::make_shared<SimMap>();       // simulated activations
   size_t quantized = 0;
@@ -142,23 +170,26 @@ void collect_linear(const std::string& module, int64_t in, const quant::LayerQua
                     const TensorLookup& lookup, const std::string& file, bool has_weight_scale, Collected& c) {
   std::optional<NativeFormat> native;
   if (spec.weight && has_weight_scale) {
-    c.weight_specs.emplace(module, *spec.weight);
+    c.weight_specs.emplace(module, WeightSpecs{*spec.weight, spec.weight_stage2});
     ++c.quantized;
     if (runtime == Runtime::kNative) native = native_format(spec, in);
   }
   ModuleSim sim;
   for (const auto* act : {&spec.input, &spec.output})
     if (*act && (*act)->is_dynamic && (*act)->qscheme == quant::QScheme::kPerTensor) c.rows_independent = false;
-  if (spec.input) {
+  if (spec.input && spec.input_stage2) {
+    sim.input = staged_input(module, spec, lookup, file);
+  } else if (spec.input) {
     auto q = static_qparams(module, ActivationRole::kInput, *spec.input, lookup, file);
     if (native) c.natives.emplace(module, NativeLinear{*native, q});
-    else sim.input = ActivationSim{*spec.input, q};
+    else sim.input = ActivationSim{*spec.input, q, std::nullopt, 1.0f};
   }
   else if (native) {
     c.natives.emplace(module, NativeLinear{*native, std::nullopt});
   }
   if (spec.output) {
-    sim.output = ActivationSim{*spec.output, static_qparams(module, ActivationRole::kOutput, *spec.output, lookup, file)};
+    sim.output = ActivationSim{*spec.output, static_qparams(module, ActivationRole::kOutput, *spec.output, lookup, file),
+                               std::nullopt, 1.0f};
     if (runtime == Runtime::kNative && is_static_fp8_per_tensor(spec.output) && kv_proj_layer(module) >= 0)
       c.kv_outputs.emplace(module, kv_proj_layer(module));
   }

@@ -151,7 +151,7 @@ void drop_unfit_layers(const QuantizeOptions& o, const io::WeightIndex& w, DType
   for (auto it = plan.modules.begin(); it != plan.modules.end();) {
     const auto& shape = w.find(it->first + ".weight")->shape;
     try {
-      (void)quark_weight_specs(it->first, shape, *it->second.weight, model_dtype, order);
+      (void)quark_weight_specs(it->first, shape, *it->second.weight, model_dtype, order, it->second.weight_stage2);
       ++it;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kUsage) throw;

@@ -94,7 +94,7 @@ std::optional<QDtype> qdtype_from_name(const std::string& s) {
       {"int4", QDtype::kInt4},         {"uint4", QDtype::kUInt4},
       {"fp8_e4m3", QDtype::kFp8E4M3},  {"fp8_e5m2", QDtype::kFp8E5M2},
       {"fp4", QDtype::kFp4},           {"fp6_e2m3", QDtype::kFp6E2M3},
-      {"fp6_e3m2", QDtype::kFp6E3M2},
+      {"fp6_e3m2", QDtype::kFp6E3M2},  {"fp8_e5m3", QDtype::kFp8E5M3},
   };
   for (const auto& [n, d] : kNames)
     if (s == n) return d;
@@ -126,16 +126,16 @@ ordered_json quant_spec_to_json(const QuantSpec& s) {
       s.qscheme == QScheme::kPerGroup ? ordered_json(s.group_size) : ordered_json(nullptr);
   j["block_size"] = nullptr;
   // OCP_MXSpec.OCP_MX_SPEC_KWARGS: "symmetric": None.
-  j["symmetric"] = (s.scale_format == ScaleFormat::kE8M0 && is_mx_element(s.dtype))
-                       ? ordered_json(nullptr)
-                       : ordered_json(s.symmetric);
+  // FP4PerGroupSpec and AmdFP4Spec (fp4 with float32 / e5m3 scales) pass
+  // symmetric=None too.
+  j["symmetric"] = is_mx_element(s.dtype) ? ordered_json(nullptr) : ordered_json(s.symmetric);
   j["round_method"] = string_or_null(s.round_method);
   j["scale_type"] = string_or_null(s.scale_type);
-  j["scale_format"] = s.scale_format == ScaleFormat::kE8M0 ? ordered_json("e8m0") : ordered_json(nullptr);
+  j["scale_format"] = string_or_null(quant::scale_format_name(s.scale_format));
   j["scale_calculation_mode"] = string_or_null(s.scale_calculation_mode);
   j["mx_element_dtype"] = nullptr;
   j["observer_cls"] = string_or_null(s.observer_cls);
-  j["is_scale_quant"] = false;
+  j["is_scale_quant"] = s.is_scale_quant;
   j["enable_buffer_reuse"] = false;
   j["max_input_numel"] = kQuarkMaxInputNumel;
   return j;
@@ -240,29 +240,37 @@ QuantSpec quant_spec_from_json(const json& j, const std::string& where, const st
     s.scale_format = ScaleFormat::kFloat;
   } else if (sf == "e8m0") {
     s.scale_format = ScaleFormat::kE8M0;
+  } else if (sf == "float32") {
+    s.scale_format = ScaleFormat::kFloat32;
+  } else if (sf == "e5m3") {
+    s.scale_format = ScaleFormat::kE5M3;
   } else {
     bad(ErrorKind::kUnsupported, file, join_item(where, "scale_format"),
-        "scale_format \"" + sf + "\" is not supported", "qloom handles e8m0 and null");
+        "scale_format \"" + sf + "\" is not supported", "qloom handles e8m0, float32, e5m3 and null");
   }
   s.scale_calculation_mode = get_string_or_null(j, "scale_calculation_mode", where, file);
   if (!get_string_or_null(j, "mx_element_dtype", where, file).empty())
     bad(ErrorKind::kUnsupported, file, join_item(where, "mx_element_dtype"),
         "mx_element_dtype (dtype \"mx\") is not supported", "");
   s.observer_cls = get_string_or_null(j, "observer_cls", where, file);
-  if (j.contains("is_scale_quant") && get_bool(j, "is_scale_quant", where, file, false, true))
-    bad(ErrorKind::kUnsupported, file, join_item(where, "is_scale_quant"),
-        "scale quantization (is_scale_quant true) is not supported", "");
+  if (j.contains("is_scale_quant")) s.is_scale_quant = get_bool(j, "is_scale_quant", where, file, false, true);
   if (j.contains("enable_buffer_reuse")) (void)get_bool(j, "enable_buffer_reuse", where, file, false, true);
   (void)get_int_or_null(j, "max_input_numel", where, file);
   return s;
 }
 
 ordered_json layer_spec_to_json(const LayerQuantSpec& l) {
-  // QLayerConfig.to_dict() (quark/torch/quantization/config/config.py).
+  // QLayerConfig.to_dict() (quark/torch/quantization/config/config.py); a
+  // two-stage spec (TwoStageSpec.to_quantization_spec) is the list
+  // [first, second].
+  auto staged = [](const std::optional<QuantSpec>& first, const std::optional<QuantSpec>& second) {
+    if (!first || !second) return opt_spec(first);
+    return ordered_json::array({quant_spec_to_json(*first), quant_spec_to_json(*second)});
+  };
   ordered_json j = ordered_json::object();
-  j["input_tensors"] = opt_spec(l.input);
+  j["input_tensors"] = staged(l.input, l.input_stage2);
   j["output_tensors"] = opt_spec(l.output);
-  j["weight"] = opt_spec(l.weight);
+  j["weight"] = staged(l.weight, l.weight_stage2);
   j["bias"] = opt_spec(l.bias);
   j["target_device"] = nullptr;
   return j;
@@ -280,19 +288,25 @@ LayerQuantSpec layer_spec_from_json(const json& j, const std::string& where, con
       bad(ErrorKind::kInvalidInput, file, join_item(where, k), "unknown key in a Quark layer config",
           "expected input_tensors, output_tensors, weight, bias, target_device");
   }
-  auto one = [&](const char* key) -> std::optional<QuantSpec> {
+  // A list is a two-stage spec [first, second] (weight and input_tensors
+  // only, e.g. nvfp4); `second` receives its second stage.
+  auto one = [&](const char* key, std::optional<QuantSpec>* second) -> std::optional<QuantSpec> {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return std::nullopt;
-    if (it->is_array())
-      bad(ErrorKind::kUnsupported, file, join_item(where, key),
-          "a list of specs (sequential quantization, e.g. nvfp4 or int4_fp8) is not supported", "");
+    if (it->is_array()) {
+      if (second == nullptr || it->size() != 2)
+        bad(ErrorKind::kUnsupported, file, join_item(where, key),
+            "a list of specs is supported only as a two-stage weight / input_tensors spec [first, second]", "");
+      *second = quant_spec_from_json((*it)[1], join_item(where, key) + "[1]", file);
+      return quant_spec_from_json((*it)[0], join_item(where, key) + "[0]", file);
+    }
     return quant_spec_from_json(*it, join_item(where, key), file);
   };
   LayerQuantSpec l;
-  l.input = one("input_tensors");
-  l.output = one("output_tensors");
-  l.weight = one("weight");
-  l.bias = one("bias");
+  l.input = one("input_tensors", &l.input_stage2);
+  l.output = one("output_tensors", nullptr);
+  l.weight = one("weight", &l.weight_stage2);
+  l.bias = one("bias", nullptr);
   if (j.contains("target_device") && !j["target_device"].is_null())
     bad(ErrorKind::kUnsupported, file, join_item(where, "target_device"),
         "target_device is not supported", "");

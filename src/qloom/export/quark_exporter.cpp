@@ -1,5 +1,7 @@
 #include "qloom/export/quark_exporter.h"
 
+#include "qloom/export/fp4_block_tensors.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,23 +27,27 @@ PlannedTensor PlannedTensor::copy(std::string name) {
 }
 
 PlannedTensor PlannedTensor::quantized(std::string module, quant::QuantSpec spec,
-                                       std::vector<uint64_t> weight_shape) {
+                                       std::vector<uint64_t> weight_shape, std::optional<quant::QuantSpec> spec2) {
   PlannedTensor p;
   p.kind = PlannedKind::kQuantizedWeight;
   p.name = module + ".weight";
   p.module = std::move(module);
   p.spec = std::move(spec);
+  p.spec2 = std::move(spec2);
   p.weight_shape = std::move(weight_shape);
   return p;
 }
 
-PlannedTensor PlannedTensor::activation(std::string module, ActivationRole role, quant::QuantSpec spec) {
+PlannedTensor PlannedTensor::activation(std::string module, ActivationRole role, quant::QuantSpec spec,
+                                        std::optional<quant::QuantSpec> spec2) {
   PlannedTensor p;
   p.kind = PlannedKind::kActivation;
-  p.name = module + (role == ActivationRole::kInput ? ".input_scale" : ".output_scale");
+  p.name = spec2 ? scale2_tensor_name(module, role)
+                 : module + (role == ActivationRole::kInput ? ".input_scale" : ".output_scale");
   p.module = std::move(module);
   p.role = role;
   p.spec = std::move(spec);
+  p.spec2 = std::move(spec2);
   return p;
 }
 
@@ -64,10 +70,12 @@ std::vector<PlannedTensor> plan_quark_export(const io::WeightIndex& src,
       seen.insert(module);
       const quant::LayerQuantSpec& l = it->second;
       if (l.weight)
-        plan.push_back(PlannedTensor::quantized(module, *l.weight, t.shape));
+        plan.push_back(PlannedTensor::quantized(module, *l.weight, t.shape, l.weight_stage2));
       else
         plan.push_back(PlannedTensor::copy(name));
-      if (l.input && !l.input->is_dynamic)
+      if (l.input && l.input_stage2 && !l.input_stage2->is_dynamic)
+        plan.push_back(PlannedTensor::activation(module, ActivationRole::kInput, *l.input, l.input_stage2));
+      else if (l.input && !l.input->is_dynamic)
         plan.push_back(PlannedTensor::activation(module, ActivationRole::kInput, *l.input));
       if (l.output && !l.output->is_dynamic)
         plan.push_back(PlannedTensor::activation(module, ActivationRole::kOutput, *l.output));
@@ -349,9 +357,13 @@ void QuarkExporter::plan(std::vector<PlannedTensor> plan) {
         break;
       }
       case PlannedKind::kQuantizedWeight:
-        s = quark_weight_specs(p.module, p.weight_shape, p.spec, m.model_dtype, m.opts.pack_order);
+        s = quark_weight_specs(p.module, p.weight_shape, p.spec, m.model_dtype, m.opts.pack_order, p.spec2);
         break;
       case PlannedKind::kActivation:
+        if (p.spec2) {
+          s.push_back({scale2_tensor_name(p.module, p.role), DType::kF32, {}});
+          break;
+        }
         if (p.spec.is_dynamic)
           throw Error(ErrorKind::kUsage, "", p.module,
                       "a dynamic activation spec writes no tensor; leave it out of the plan", "");
@@ -418,7 +430,14 @@ void QuarkExporter::write_activation(const std::string& module, ActivationRole r
                     (role == ActivationRole::kInput ? "input" : "output") + " scale, next is " +
                     m.specs[m.next].name,
                 "write tensors in the order of planned()");
-  auto ts = pack_activation_qparams(module, role, p.spec, scale, zero_point, m.model_dtype);
+  std::vector<ExportedTensor> ts;
+  if (p.spec2) {
+    if (zero_point != 0)
+      throw Error(ErrorKind::kUsage, m.out_dir.string(), p.name, "a global scale has no zero point", "");
+    ts.push_back(pack_global_scale(p.name, scale));
+  } else {
+    ts = pack_activation_qparams(module, role, p.spec, scale, zero_point, m.model_dtype);
+  }
   m.write_tensors(pi, ts);
 }
 

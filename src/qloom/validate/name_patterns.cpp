@@ -93,9 +93,12 @@ bool glob_match(std::string_view p, std::string_view t) {
 }
 
 std::string_view quantization_suffix(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kSuffixes = {
+  // "_2": the second stage of a two-stage spec (Quark's LOAD_MAP_MULTI; nvfp4's
+  // weight_scale_2 / input_scale_2).
+  static constexpr std::array<std::string_view, 9> kSuffixes = {
       "weight_scale", "weight_zero_point", "input_scale",
-      "input_zero_point", "output_scale", "output_zero_point"};
+      "input_zero_point", "output_scale", "output_zero_point",
+      "weight_scale_2", "input_scale_2", "output_scale_2"};
   const size_t dot = name.rfind('.');
   if (dot == std::string_view::npos) return {};
   const std::string_view last = name.substr(dot + 1);

@@ -14,6 +14,7 @@
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/distortion.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/validate/checkpoint_pair.h"
@@ -85,6 +86,28 @@ WindowResult engine_window(const io::ModelDir& source, const io::ModelDir& quant
   return r;
 }
 
+// The round-to-nearest reference of a source weight under `ws`. Two-stage
+// fp4 block weights (nvfp4, amdfp4_global*) are re-quantized with the
+// checkpoint's own global scale, which may come from a shared-scale group
+// (q/k/v, gate/up) and so from other tensors; it must at least cover this
+// weight's own max |w| (else `problem` says so).
+quant::QuantizedTensor rtn_reference(const std::vector<float>& src, const std::vector<uint64_t>& shape,
+                                     const quant::QuantSpec& ws, const quant::QuantizedTensor& stored,
+                                     const std::string& module, DType model_dtype, std::string& problem) {
+  if (!quant::is_fp4_block_spec(ws)) {
+    const DType scale_dtype = quant::quark_scale_dtype(ws, model_dtype);
+    return quant::quantize_weight(src.data(), shape[0], shape[1], ws, scale_dtype, module + ".weight", model_dtype);
+  }
+  if (stored.scale_spec) {
+    const float own = quant::fp4_global_scale(quant::abs_max(src.data(), src.size()), *stored.scale_spec);
+    if (!(stored.global_scale >= own))
+      problem = "weight_scale_2 " + std::to_string(stored.global_scale) + " is below this weight's own global scale " +
+                std::to_string(own);
+  }
+  return quant::quantize_fp4_block(src.data(), shape[0], shape[1], ws, stored.scale_spec, stored.global_scale,
+                                   module + ".weight", model_dtype);
+}
+
 }  // namespace
 
 double sqnr_floor_db(const quant::QuantSpec& w) {
@@ -128,7 +151,7 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
     if (qw.find(module + std::string(kScaleSuffix)) == nullptr) return std::nullopt;
     const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
     if (!spec || !spec->weight) return std::nullopt;
-    return quant::dequantize(exporter::unpack_quantized_weight(module, *spec->weight, lookup, order));
+    return quant::dequantize(exporter::unpack_quantized_weight(module, *spec->weight, lookup, order, spec->weight_stage2));
   };
   FoldPlan folds;
   std::string fold_error;
@@ -159,7 +182,7 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
       const quant::QuantSpec& ws = *spec->weight;
       scheme = quant::quant_dtype_name(ws.dtype);
       if (ws.qscheme == quant::QScheme::kPerGroup) scheme += " g" + std::to_string(ws.group_size);
-      const quant::QuantizedTensor qt = exporter::unpack_quantized_weight(module, ws, lookup, order);
+      const quant::QuantizedTensor qt = exporter::unpack_quantized_weight(module, ws, lookup, order, spec->weight_stage2);
       deq = quant::dequantize(qt);
       const io::TensorInfo* si = sw.find(module + ".weight");
       if (si == nullptr) throw Error(ErrorKind::kNotFound, "", module + ".weight", "not in the source checkpoint");
@@ -187,10 +210,10 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
       std::optional<double> rtn_sqnr;
       bool same_as_rtn = false;
       if (model_dtype) {
-        const DType scale_dtype = quant::quark_scale_dtype(ws, *model_dtype);
-        const quant::QuantizedTensor again = quant::quantize_weight(
-            src_f32.data(), si->shape[0], si->shape[1], ws, scale_dtype, module + ".weight", *model_dtype);
-        same_as_rtn = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points;
+        const quant::QuantizedTensor again =
+            rtn_reference(src_f32, si->shape, ws, qt, module, *model_dtype, problem);
+        same_as_rtn = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points &&
+                      again.global_scale == qt.global_scale;
         const std::vector<float> ref = quant::dequantize(again);
         rtn_sqnr = quant::measure_distortion(src_f32.data(), ref.data(), ref.size()).sqnr_db;
       }
