@@ -12,6 +12,7 @@
 #include "export/quark_test_specs.h"
 #include "qloom/core/error.h"
 #include "qloom/export/quark_config.h"
+#include "qloom/quant/scheme_registry.h"
 #include "qloom/io/json_read.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
@@ -169,7 +170,7 @@ TEST(QuarkSpecJson, StrictErrors) {
   j["symmetric"] = "yes";
   EXPECT_EQ(err(j).item(), "qc.global_quant_config.weight.symmetric");
   j = good;
-  j["scale_format"] = "float32";
+  j["scale_format"] = "e4m3";
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
   j = good;
   j["block_size"] = 32;
@@ -177,6 +178,9 @@ TEST(QuarkSpecJson, StrictErrors) {
   j = good;
   j["mx_element_dtype"] = "fp4";
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
+  j = good;
+  j["is_scale_quant"] = "yes";
+  EXPECT_EQ(err(j).item(), "qc.global_quant_config.weight.is_scale_quant");
   j = good;
   j["zero_point_type"] = "float32";
   EXPECT_EQ(err(j).kind(), ErrorKind::kUnsupported);
@@ -192,6 +196,34 @@ TEST(QuarkSpecJson, StrictErrors) {
   layer["weight"] = nullptr;
   layer["output_tensors"] = json::array({good, good});
   EXPECT_EQ(catch_error([&] { layer_spec_from_json(layer, "g"); }).item(), "g.output_tensors");
+}
+
+// Two-stage specs (nvfp4, amdfp4_global*) are written as Quark 0.13 writes
+// them: lists [first, second] for weight and input_tensors, scale_format
+// "float32" / "e5m3", is_scale_quant true on the second stage, symmetric null
+// for fp4; and read back to the same LayerQuantSpec.
+TEST(QuarkConfig, TwoStageSpecsRoundTrip) {
+  for (const char* scheme : {"nvfp4", "amdfp4_global16", "amdfp4", "amdfp4_g32"}) {
+    const quant::LayerQuantSpec l = quant::get_scheme(scheme).linear;
+    const json j = plain(layer_spec_to_json(l));
+    if (l.weight_stage2) {
+      ASSERT_TRUE(j["weight"].is_array()) << scheme;
+      ASSERT_EQ(j["weight"].size(), 2u);
+      EXPECT_EQ(j["weight"][0]["scale_format"], "float32");
+      EXPECT_EQ(j["weight"][0]["scale_type"], "float32");
+      EXPECT_TRUE(j["weight"][0]["symmetric"].is_null());
+      EXPECT_EQ(j["weight"][1]["is_scale_quant"], true);
+      EXPECT_EQ(j["weight"][1]["symmetric"], true);
+      EXPECT_EQ(j["input_tensors"][0]["is_dynamic"], true);
+      EXPECT_EQ(j["input_tensors"][1]["is_dynamic"], false);
+      EXPECT_EQ(j["weight"][1]["dtype"], std::string(scheme) == "nvfp4" ? "fp8_e4m3" : "fp8_e5m3");
+    } else {
+      EXPECT_EQ(j["weight"]["scale_format"], "e5m3");
+      EXPECT_EQ(j["weight"]["scale_type"], "float8_e5m3");
+      EXPECT_TRUE(j["weight"]["symmetric"].is_null());
+    }
+    EXPECT_EQ(layer_spec_from_json(j, "g"), l) << scheme;
+  }
 }
 
 TEST(QuarkExclude, ExpandsLikeQConfigPostInit) {

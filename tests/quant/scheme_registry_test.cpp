@@ -59,10 +59,11 @@ constexpr auto E8 = ScaleFormat::kE8M0;
 
 TEST(SchemeRegistry, NamesAreQuarksInQuarksOrder) {
   const std::vector<std::string> want = {
-      "int4_wo_32",  "int4_wo_64",       "int4_wo_128", "int4_wo_per_channel", "int4_wa_64",
-      "uint4_wo_32", "uint4_wo_64",      "uint4_wo_128", "uint4_wo_per_channel", "int8",
-      "fp8",         "ptpc_fp8",         "mxfp4",       "mxfp4_weight_only",  "mxfp6_e3m2",
-      "mxfp6_e2m3",  "mxfp4_mxfp6_e2m3", "mxfp4_fp8",   "int4_fp8"};
+      "int4_wo_32",  "int4_wo_64",       "int4_wo_128",     "int4_wo_per_channel",    "int4_wa_64",
+      "uint4_wo_32", "uint4_wo_64",      "uint4_wo_128",    "uint4_wo_per_channel",   "int8",
+      "fp8",         "ptpc_fp8",         "mxfp4",           "mxfp4_weight_only",      "mxfp6_e3m2",
+      "mxfp6_e2m3",  "mxfp4_mxfp6_e2m3", "mxfp4_fp8",       "amdfp4",                 "amdfp4_g32",
+      "int4_fp8",    "nvfp4",            "fp4_block16_scale_e4m3", "amdfp4_global16", "amdfp4_global32"};
   EXPECT_EQ(scheme_names(), want);
   for (const auto& n : want) {
     const SchemeDef* s = find_scheme(n);
@@ -76,6 +77,42 @@ TEST(SchemeRegistry, NamesAreQuarksInQuarksOrder) {
   }
   EXPECT_EQ(find_scheme("FP8"), nullptr);  // exact, case-sensitive like Quark
   EXPECT_EQ(find_scheme(""), nullptr);
+}
+
+// amd-quark 0.13's FP4Block16ScaleE4M3Scheme / AmdFP4GlobalScaleScheme
+// (ScaleQuantSpec lists) and AmdFP4Scheme, as its exported config.json
+// writes them (demo model, tests/data/fp4_block).
+TEST(SchemeRegistry, Fp4BlockSchemes) {
+  constexpr auto F32 = ScaleFormat::kFloat32;
+  for (const char* name : {"nvfp4", "fp4_block16_scale_e4m3", "amdfp4_global16", "amdfp4_global32"}) {
+    SCOPED_TRACE(name);
+    const auto& s = get_scheme(name).linear;
+    const int g = std::string(name) == "amdfp4_global32" ? 32 : 16;
+    const QDtype second = std::string(name).rfind("amdfp4", 0) == 0 ? QDtype::kFp8E5M3 : QDtype::kFp8E4M3;
+    expect_spec(s.weight, {QDtype::kFp4, QScheme::kPerGroup, false, -1, g, true, F32, "float32", "", "PerBlockMXObserver"},
+                "weight");
+    expect_spec(s.input, {QDtype::kFp4, QScheme::kPerGroup, true, -1, g, true, F32, "float32", "", "PerBlockMXObserver"},
+                "input");
+    for (const auto* st : {&s.weight_stage2, &s.input_stage2}) {
+      expect_spec(*st, {second, QScheme::kPerTensor, false, -1, 0, true, F, "float32", "", "PerTensorMinMaxObserver"},
+                  "second stage");
+      EXPECT_TRUE((*st)->is_scale_quant);
+    }
+    EXPECT_FALSE(s.weight->is_scale_quant);
+  }
+  EXPECT_EQ(get_scheme("nvfp4").linear, get_scheme("fp4_block16_scale_e4m3").linear);
+  for (const char* name : {"amdfp4", "amdfp4_g32"}) {
+    SCOPED_TRACE(name);
+    const auto& s = get_scheme(name).linear;
+    const int g = std::string(name) == "amdfp4" ? 16 : 32;
+    const Want w{QDtype::kFp4, QScheme::kPerGroup, false, -1, g, true, ScaleFormat::kE5M3, "float8_e5m3", "",
+                 "PerBlockMXObserver"};
+    expect_spec(s.weight, w, "weight");
+    Want in = w;
+    in.is_dynamic = true;
+    expect_spec(s.input, in, "input");
+    EXPECT_FALSE(s.weight_stage2 || s.input_stage2);
+  }
 }
 
 TEST(SchemeRegistry, Fp8) {

@@ -103,8 +103,11 @@ uint64_t quantized_linear_bytes(const quant::LayerQuantSpec& spec, uint64_t out,
   if (!spec.weight) {
     b = out * in * M;
   } else {
-    // A progressive weight (int4_fp8) stores its last stage (+ one f32 scale).
-    const quant::QuantSpec& w = spec.weight_stage2 ? *spec.weight_stage2 : *spec.weight;
+    // A progressive weight (int4_fp8) stores its last stage (+ one f32 scale);
+    // a scale-quant one (nvfp4, amdfp4_global*) its fp4 codes and 8-bit group
+    // scales (+ one f32 global scale).
+    const bool progressive = spec.weight_stage2 && !spec.weight_stage2->is_scale_quant;
+    const quant::QuantSpec& w = progressive ? *spec.weight_stage2 : *spec.weight;
     const uint64_t g = w.group_size > 0 ? uint64_t(w.group_size) : in;
     switch (w.dtype) {
       case QDtype::kInt4:
@@ -137,6 +140,7 @@ uint64_t quantized_linear_bytes(const quant::LayerQuantSpec& spec, uint64_t out,
     }
     if (spec.weight_stage2) b += 4;
   }
+  if (spec.input_stage2) b += 4;  // input_scale_2 (f32 global scale)
   if (spec.input && !spec.input->is_dynamic) {
     const bool integer = spec.input->dtype == QDtype::kInt8 || spec.input->dtype == QDtype::kUInt8;
     b += integer ? 4 + 1 : M;

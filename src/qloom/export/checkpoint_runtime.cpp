@@ -5,12 +5,14 @@
 
 #include "qloom/core/error.h"
 #include "qloom/export/attention_quant.h"
+#include "qloom/export/fp4_block_tensors.h"
 #include "qloom/export/native_linear.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/export/quark_progressive.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/fake_quant.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/layer_selection.h"
 #include "qloom/quant/quantize_fast.h"
 
@@ -19,10 +21,21 @@ namespace {
 
 constexpr std::string_view kWeightSuffix = ".weight";
 
-// Activation quantization of one linear: spec + the checkpoint's static qparams.
+// Activation quantization of one linear: spec + the checkpoint's static
+// qparams; for a two-stage fp4 block input (nvfp4, amdfp4_global*) its
+// second stage and the global scale the checkpoint stores (input_scale_2).
 struct ActivationSim {
   quant::QuantSpec spec;
   std::optional<quant::StaticQParams> qparams;
+  std::optional<quant::QuantSpec> stage2;
+  float global_scale = 1.0f;
+};
+// A quantized weight's spec and, for two-stage specs, its second stage: a
+// progressive one (int4_fp8) or a scale-quant one (nvfp4, amdfp4_global*).
+struct WeightSpecs {
+  quant::QuantSpec weight;
+  std::optional<quant::QuantSpec> stage2;
+  bool progressive() const { return stage2 && !stage2->is_scale_quant; }
 };
 struct ModuleSim {
   std::optional<ActivationSim> input, output;
@@ -35,18 +48,17 @@ struct NativeLinear {
   std::optional<quant::StaticQParams> input;
 };
 using NativeMap = std::unordered_map<std::string, NativeLinear>;
-using SpecMap = std::unordered_map<std::string, quant::QuantSpec>;
+using WeightSpecMap = std::unordered_map<std::string, WeightSpecs>;
 
 // A Quark checkpoint: quantized weights dequantized to F32 on load (codes,
 // scales and zero points exactly as stored), or handed to a native kernel
 // (load_native) for the linears in `natives`; everything else as stored.
 class QuarkWeightSource final : public engine::WeightSource {
  public:
-  QuarkWeightSource(const io::ModelDir& dir, SpecMap specs, SpecMap stage2, NativeMap natives, PackOrder order)
+  QuarkWeightSource(const io::ModelDir& dir, WeightSpecMap specs, NativeMap natives, PackOrder order)
       : dir_(dir),
         plain_(engine::plain_weight_source(dir)),
         specs_(std::move(specs)),
-        stage2_(std::move(stage2)),
         natives_(std::move(natives)),
         order_(order) {}
 
@@ -59,9 +71,9 @@ class QuarkWeightSource final : public engine::WeightSource {
     if (it == specs_.end()) return plain_->load(name);
     std::vector<uint64_t> shape;
     std::vector<float> deq;
-    if (const auto s2 = stage2_.find(module); s2 != stage2_.end()) {  // progressive (int4_fp8)
-      const quant::ProgressiveTensor pt =
-          unpack_progressive_weight(module, it->second, s2->second, index_lookup(dir_.weights()), order_);
+    if (it->second.progressive()) {  // int4_fp8
+      const quant::ProgressiveTensor pt = unpack_progressive_weight(module, it->second.weight, *it->second.stage2,
+                                                                    index_lookup(dir_.weights()), order_);
       shape = pt.second.shape;
       deq = quant::dequantize_progressive(pt, 1);
     } else {
@@ -86,14 +98,13 @@ class QuarkWeightSource final : public engine::WeightSource {
   void release(const std::string& name) const override { plain_->release(name); }
 
  private:
-  quant::QuantizedTensor unpack(const std::string& module, const quant::QuantSpec& spec) const {
-    return unpack_quantized_weight(module, spec, index_lookup(dir_.weights()), order_);
+  quant::QuantizedTensor unpack(const std::string& module, const WeightSpecs& spec) const {
+    return unpack_quantized_weight(module, spec.weight, index_lookup(dir_.weights()), order_, spec.stage2);
   }
 
   const io::ModelDir& dir_;
   std::unique_ptr<engine::WeightSource> plain_;
-  SpecMap specs_;
-  SpecMap stage2_;  // second stages of progressive weights
+  WeightSpecMap specs_;
   NativeMap natives_;
   PackOrder order_;
 };
@@ -115,14 +126,30 @@ void apply(const SimMap& sims, const engine::LinearSite& site, float* x, int64_t
   const auto it = sims.find(site.module);
   if (it == sims.end()) return;
   const std::optional<ActivationSim>& a = input ? it->second.input : it->second.output;
-  if (a) quant::fake_quantize_activation(x, rows, cols, a->spec, a->qparams);
+  if (!a) return;
+  if (a->stage2) quant::fake_quantize_fp4_block(x, rows, cols, a->spec, a->stage2, a->global_scale);
+  else quant::fake_quantize_activation(x, rows, cols, a->spec, a->qparams);
+}
+
+// The simulated input of a two-stage spec: the dynamic first stage and the
+// checkpoint's static global scale <module>.input_scale_2.
+ActivationSim staged_input(const std::string& module, const quant::LayerQuantSpec& spec, const TensorLookup& lookup,
+                           const std::string& file) {
+  ActivationSim a{*spec.input, std::nullopt, spec.input_stage2, 1.0f};
+  quant::check_fp4_block_specs(*spec.input, spec.input_stage2, module + ".input_tensors");
+  const auto g = unpack_global_scale(scale2_tensor_name(module, ActivationRole::kInput), lookup);
+  if (!g)
+    throw Error(ErrorKind::kInvalidInput, file, scale2_tensor_name(module, ActivationRole::kInput),
+                "quantization_config gives this linear a two-stage input spec, but the checkpoint has no global scale",
+                "re-export the checkpoint with its calibrated scales");
+  a.global_scale = *g;
+  return a;
 }
 
 
 // What open_checkpoint_runtime gathers from the checkpoint's specs.
 struct Collected {
-  SpecMap weight_specs;  // quantized linears
-  SpecMap stage2_specs;  // their second stages, for progressive weights
+  WeightSpecMap weight_specs;  // quantized linears
   NativeMap natives;                                               // those on native kernels
   std::shared_ptr<SimMap> sims = std::make_shared<SimMap>();       // simulated activations
   size_t quantized = 0;
@@ -156,25 +183,27 @@ void collect_linear(const std::string& module, int64_t in, const quant::LayerQua
                     const TensorLookup& lookup, const std::string& file, bool has_weight_scale, Collected& c) {
   std::optional<NativeFormat> native;
   if (spec.weight && has_weight_scale) {
-    c.weight_specs.emplace(module, *spec.weight);
-    if (spec.weight_stage2) c.stage2_specs.emplace(module, *spec.weight_stage2);
+    c.weight_specs.emplace(module, WeightSpecs{*spec.weight, spec.weight_stage2});
     ++c.quantized;
-    // Progressive weights (int4_fp8) have no native kernel: dequantized.
+    // Two-stage weights (int4_fp8, nvfp4, amdfp4_global*) have no native kernel: dequantized.
     if (runtime == Runtime::kNative && !spec.weight_stage2) native = native_format(spec, in);
   }
   ModuleSim sim;
   for (const auto* act : {&spec.input, &spec.output})
     if (*act && (*act)->is_dynamic && (*act)->qscheme == quant::QScheme::kPerTensor) c.rows_independent = false;
-  if (spec.input) {
+  if (spec.input && spec.input_stage2) {
+    sim.input = staged_input(module, spec, lookup, file);
+  } else if (spec.input) {
     auto q = static_qparams(module, ActivationRole::kInput, *spec.input, lookup, file);
     if (native) c.natives.emplace(module, NativeLinear{*native, q});
-    else sim.input = ActivationSim{*spec.input, q};
+    else sim.input = ActivationSim{*spec.input, q, std::nullopt, 1.0f};
   }
   else if (native) {
     c.natives.emplace(module, NativeLinear{*native, std::nullopt});
   }
   if (spec.output) {
-    sim.output = ActivationSim{*spec.output, static_qparams(module, ActivationRole::kOutput, *spec.output, lookup, file)};
+    sim.output = ActivationSim{*spec.output, static_qparams(module, ActivationRole::kOutput, *spec.output, lookup, file),
+                               std::nullopt, 1.0f};
     if (runtime == Runtime::kNative && is_static_fp8_per_tensor(spec.output) && kv_proj_layer(module) >= 0)
       c.kv_outputs.emplace(module, kv_proj_layer(module));
   }
@@ -195,11 +224,12 @@ Collected collect(const io::ModelDir& dir, const nlohmann::json& qc, Runtime run
     const bool has_scale = w.find(layer.module + ".weight_scale") != nullptr;
     // The logical width (stored 4-bit weights are packed, per-group ones transposed).
     int64_t in = layer.shape.size() == 2 ? static_cast<int64_t>(layer.shape[1]) : 0;
-    if (spec->weight && has_scale)
-      in = static_cast<int64_t>(
-          (spec->weight_stage2 ? progressive_logical_shape(layer.module, *spec->weight_stage2, lookup)
-                               : logical_weight_shape(layer.module, *spec->weight, lookup))
-              .second);
+    if (spec->weight && has_scale) {
+      const bool progressive = spec->weight_stage2 && !spec->weight_stage2->is_scale_quant;
+      in = static_cast<int64_t>((progressive ? progressive_logical_shape(layer.module, *spec->weight_stage2, lookup)
+                                             : logical_weight_shape(layer.module, *spec->weight, lookup))
+                                    .second);
+    }
     collect_linear(layer.module, in, *spec, runtime, lookup, file, has_scale, c);
   }
   return c;
@@ -296,8 +326,7 @@ CheckpointRuntime open_checkpoint_runtime(const io::ModelDir& dir, Runtime runti
   rt.native_linears = c.natives.size();
   rt.rows_independent = c.rows_independent;
   const size_t act_sim = count_sims(*c.sims, true), kv_sim = count_sims(*c.sims, false);
-  rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(c.weight_specs), std::move(c.stage2_specs),
-                                                   std::move(c.natives), order);
+  rt.weights = std::make_unique<QuarkWeightSource>(dir, std::move(c.weight_specs), std::move(c.natives), order);
   install_hooks(c.sims, rt.hooks);
   const size_t attn_sim = install_attention_sim(dir, qc, rt.hooks, file);
   rt.description = describe(rt, c.quantized, act_sim, kv_sim);

@@ -146,7 +146,7 @@ void plan_layers(Plan& p, const io::ModelDir& dir, const nlohmann::json& qc, con
     if (spec && spec->bias) throw Error(ErrorKind::kUnsupported, file, m + ".bias", "bias quantization", "");
     if (spec && spec->weight_stage2)
       throw Error(ErrorKind::kUnsupported, file, m + ".weight",
-                  "a progressive (two-stage, int4_fp8) weight has no compressed-tensors form", "");
+                  "a two-stage weight (int4_fp8, nvfp4, amdfp4_global*) has no compressed-tensors form", "");
     const bool quantized = spec && spec->weight && idx.find(m + ".weight_scale") != nullptr;
     if (quantized) plan_module(p, m, *spec, idx, file);
     else p.ignore.push_back(m);

@@ -143,7 +143,7 @@ void read_quant_config(Ctx& c) {
     if (!spec) continue;
     if (spec->weight_stage2)
       throw Error(ErrorKind::kUnsupported, c.file, layer.module + ".weight",
-                  "a progressive (two-stage, int4_fp8) weight has no GGUF form", "");
+                  "a two-stage weight (int4_fp8, nvfp4, amdfp4_global*) has no GGUF form", "");
     if (spec->weight && w.find(layer.module + ".weight_scale")) c.specs.emplace(layer.module, *spec->weight);
     if (spec->input) ++act, act_kinds.insert(quant::quant_dtype_name(spec->input->dtype));
     if (spec->output) ++kv;

@@ -119,8 +119,8 @@ void OutputPublisher::precheck(const std::string& model_type,
     for (const auto& [module, spec] : modules)
       if (spec.weight_stage2)
         throw Error(ErrorKind::kUnsupported, "", "--model_export",
-                    module + " has a progressive (two-stage, int4_fp8) weight, which only Quark's hf_format holds",
-                    "export int4_fp8 as hf_format only");
+                    module + " has a two-stage (int4_fp8, nvfp4, amdfp4_global*) weight, which only Quark's hf_format holds",
+                    "export int4_fp8, nvfp4 and amdfp4_global* as hf_format only");
   if (!m.has(ExportFormat::kCompressedTensors)) return;
   // The converter refuses the same specs later; here it costs nothing.
   for (const auto& [module, spec] : modules) {

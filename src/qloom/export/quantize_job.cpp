@@ -143,9 +143,9 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
     for (const auto& [module, spec] : plan.modules)
       if (spec.weight_stage2)
         throw Error(ErrorKind::kUnsupported, o.model_dir.string(), "--quant_algo",
-                    module + " has a progressive (two-stage) weight spec (int4_fp8); qloom runs " + o.quant_algo +
+                    module + " has a two-stage weight spec (int4_fp8, nvfp4, amdfp4_global*); qloom runs " + o.quant_algo +
                         " on single-stage weights only",
-                    "quantize int4_fp8 with round-to-nearest (no --quant_algo), or choose a single-stage scheme");
+                    "quantize it with round-to-nearest (no --quant_algo), or choose a single-stage scheme");
   if (plan.modules.empty())
     throw Error(ErrorKind::kUsage, o.model_dir.string(), "--exclude_layers",
                 "every linear layer is excluded; nothing would be quantized",

@@ -180,8 +180,10 @@ void drop_unfit_layers(const QuantizeOptions& o, const io::WeightIndex& w, DType
     const auto& shape = w.find(it->first + ".weight")->shape;
     try {
       const quant::LayerQuantSpec& l = it->second;
-      if (l.weight_stage2) (void)progressive_weight_specs(it->first, shape, *l.weight, *l.weight_stage2, model_dtype, order);
-      else (void)quark_weight_specs(it->first, shape, *l.weight, model_dtype, order);
+      if (l.weight_stage2 && !l.weight_stage2->is_scale_quant)
+        (void)progressive_weight_specs(it->first, shape, *l.weight, *l.weight_stage2, model_dtype, order);
+      else
+        (void)quark_weight_specs(it->first, shape, *l.weight, model_dtype, order, l.weight_stage2);
       ++it;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kUsage) throw;

@@ -11,6 +11,7 @@
 #include "qloom/export/quark_progressive.h"
 #include "qloom/quant/progressive.h"
 #include "qloom/quant/calib_data.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/scheme_registry.h"
@@ -84,6 +85,11 @@ ScaleMap scales_from_amax(const QuantizeOptions& o, const std::vector<PlannedTen
   std::map<std::string, quant::QuantSpec> out_specs;
   for (const auto& p : plan) {
     if (p.kind != PlannedKind::kActivation) continue;
+    if (p.spec2) {  // the static global scale of a dynamic fp4 block input (input_scale_2)
+      const float a = amax_of(p.role == ActivationRole::kInput ? amax.input : amax.output, p.module, fallbacks);
+      scales[{p.module, p.role}] = quant::fp4_global_scale(quant::detail::round_to(model_dtype, a), *p.spec2);
+      continue;
+    }
     const DType sdt = quant::quark_scale_dtype(p.spec, model_dtype);
     const std::map<std::string, float>* table = &amax.input;
     if (p.role == ActivationRole::kOutput) {
@@ -175,6 +181,7 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
                            QuantizeSummary& sum, const CalibrationProgressFn& calib_progress)
     : o_(o), src_(src), ex_(ex), config_(config), sum_(sum), model_dtype_(ex.model_dtype()),
       order_(pack_order_of(o)),
+      fp4_(src, ex.planned(), o.quant_scheme),
       t_start_(Clock::now()) {
   const io::WeightIndex& w = src.weights();
   for (const auto& p : ex.planned())
@@ -186,7 +193,14 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
   pipe_source_ = engine::plain_weight_source(src);
   pr.weights = pipe_source_.get();
   for (const auto& p : ex.planned()) {
-    if (p.kind == PlannedKind::kQuantizedWeight && layer_key(p) >= 0 && layer_key(p) != INT64_MAX)
+    if (Fp4BlockWeights::handles(p) && !stages.empty())
+      throw Error(ErrorKind::kUnsupported, "", "--quant_algo",
+                  "the fp4 block schemes (nvfp4, amdfp4*) are quantized by round-to-nearest only in qloom",
+                  "drop --quant_algo, or use mxfp4 / int4 schemes with an algorithm");
+    // fp4 block weights (two-stage global scales over sibling linears) are
+    // quantized by write_weight; RTN calibration runs on the float layer.
+    if (p.kind == PlannedKind::kQuantizedWeight && layer_key(p) >= 0 && layer_key(p) != INT64_MAX &&
+        !Fp4BlockWeights::handles(p))
       pr.weight_specs[p.module] = p.spec;
     if (p.kind == PlannedKind::kActivation)
       (p.role == ActivationRole::kInput    ? pr.observe_inputs
@@ -267,7 +281,7 @@ void TensorStream::write_weight(const PlannedTensor& p, TensorProgress& tp) {
   const io::TensorView v = w.view(name);
   const uint64_t rows = p.weight_shape[0], cols = p.weight_shape[1];
   const quant::QuantSpec& ws = p.spec;
-  if (p.spec2) {  // progressive (int4_fp8): RTN, two stages (quant/progressive.h)
+  if (p.progressive()) {  // int4_fp8: RTN, two stages (quant/progressive.h)
     f32_.resize(rows * cols);
     to_f32(v.dtype(), v.data.data(), f32_.data(), f32_.size());
     ex_.write_progressive(p.module, quant::quantize_progressive(f32_.data(), rows, cols, ws, *p.spec2, name,
@@ -278,19 +292,24 @@ void TensorStream::write_weight(const PlannedTensor& p, TensorProgress& tp) {
   } else {
     f32_.resize(rows * cols);
     to_f32(v.dtype(), v.data.data(), f32_.data(), f32_.size());
-    const DType scale_dtype = quant::quark_scale_dtype(ws, model_dtype_);
-    ex_.write_quantized(p.module, quant::quantize_weight(f32_.data(), rows, cols, ws, scale_dtype, name,
-                                                         model_dtype_, o_.threads));
+    if (Fp4BlockWeights::handles(p)) {
+      ex_.write_quantized(p.module, fp4_.quantize(p, f32_.data(), model_dtype_, o_.threads));
+    } else {
+      const DType scale_dtype = quant::quark_scale_dtype(ws, model_dtype_);
+      ex_.write_quantized(p.module, quant::quantize_weight(f32_.data(), rows, cols, ws, scale_dtype, name,
+                                                           model_dtype_, o_.threads));
+    }
   }
   w.release(name);
   uint64_t out_bytes = 0;
-  for (const auto& s : p.spec2 ? progressive_weight_specs(p.module, p.weight_shape, ws, *p.spec2, model_dtype_, order_)
-                               : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype_, order_))
+  for (const auto& s : p.progressive()
+                           ? progressive_weight_specs(p.module, p.weight_shape, ws, *p.spec2, model_dtype_, order_)
+                           : quark_weight_specs(p.module, p.weight_shape, ws, model_dtype_, order_, p.spec2))
     out_bytes += s.nbytes();
   tp.name = name;
   tp.shape = format_shape(v.shape(), /*compact=*/true);
   tp.from = std::string(dtype_name(v.dtype()));
-  tp.to = p.spec2 ? spec_label(*p.spec2) + " via " + spec_label(ws) : spec_label(ws);
+  tp.to = p.progressive() ? spec_label(*p.spec2) + " via " + spec_label(ws) : spec_label(ws);
   done_bytes_ += v.nbytes();
   sum_.bytes_before += v.nbytes();
   sum_.bytes_after += out_bytes;
@@ -305,7 +324,7 @@ void TensorStream::write_scale(const PlannedTensor& p, TensorProgress& tp) {
     throw Error(ErrorKind::kInternal, "", p.module, "a static activation scale was planned but not calibrated");
   ex_.write_activation(p.module, p.role, it->second, 0);
   ++sum_.static_scales;
-  tp.name = p.module + "." + activation_role_prefix(p.role) + "_scale";
+  tp.name = p.name;
   tp.shape = "[]";
   tp.from = "calibrated";
   tp.to = spec_label(p.spec);

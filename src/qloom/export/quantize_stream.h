@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qloom/engine/weight_source.h"
+#include "qloom/export/fp4_block_stream.h"
 #include "qloom/export/quantize_job.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
@@ -72,6 +73,7 @@ class TensorStream {
   std::unique_ptr<engine::WeightSource> pipe_source_;
   std::unique_ptr<quant::CalibrationPipeline> pipe_;
   std::optional<quant::LayerResult> layer_out_;
+  Fp4BlockWeights fp4_;  // nvfp4 / amdfp4* weights (global scales)
   ScaleMap static_scales_;
   uint64_t scale_fallbacks_ = 0;
   uint64_t total_bytes_ = 0, done_bytes_ = 0, quantized_bytes_ = 0;

@@ -1,5 +1,7 @@
 #include "qloom/export/quark_exporter.h"
 
+#include "qloom/export/fp4_block_tensors.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -26,23 +28,26 @@ PlannedTensor PlannedTensor::copy(std::string name) {
 }
 
 PlannedTensor PlannedTensor::quantized(std::string module, quant::QuantSpec spec,
-                                       std::vector<uint64_t> weight_shape) {
+                                       std::vector<uint64_t> weight_shape, std::optional<quant::QuantSpec> spec2) {
   PlannedTensor p;
   p.kind = PlannedKind::kQuantizedWeight;
   p.name = module + ".weight";
   p.module = std::move(module);
   p.spec = std::move(spec);
+  p.spec2 = std::move(spec2);
   p.weight_shape = std::move(weight_shape);
   return p;
 }
 
-PlannedTensor PlannedTensor::activation(std::string module, ActivationRole role, quant::QuantSpec spec) {
+PlannedTensor PlannedTensor::activation(std::string module, ActivationRole role, quant::QuantSpec spec,
+                                        std::optional<quant::QuantSpec> spec2) {
   PlannedTensor p;
   p.kind = PlannedKind::kActivation;
-  p.name = module + "." + activation_role_prefix(role) + "_scale";
+  p.name = spec2 ? scale2_tensor_name(module, role) : module + "." + activation_role_prefix(role) + "_scale";
   p.module = std::move(module);
   p.role = role;
   p.spec = std::move(spec);
+  p.spec2 = std::move(spec2);
   return p;
 }
 
@@ -64,12 +69,13 @@ std::vector<PlannedTensor> plan_quark_export(const io::WeightIndex& src,
       }
       seen.insert(module);
       const quant::LayerQuantSpec& l = it->second;
-      if (l.weight) {
-        plan.push_back(PlannedTensor::quantized(module, *l.weight, t.shape));
-        plan.back().spec2 = l.weight_stage2;
-      } else
+      if (l.weight)
+        plan.push_back(PlannedTensor::quantized(module, *l.weight, t.shape, l.weight_stage2));
+      else
         plan.push_back(PlannedTensor::copy(name));
-      if (l.input && !l.input->is_dynamic)
+      if (l.input && l.input_stage2 && !l.input_stage2->is_dynamic)
+        plan.push_back(PlannedTensor::activation(module, ActivationRole::kInput, *l.input, l.input_stage2));
+      else if (l.input && !l.input->is_dynamic)
         plan.push_back(PlannedTensor::activation(module, ActivationRole::kInput, *l.input));
       if (l.output && !l.output->is_dynamic)
         plan.push_back(PlannedTensor::activation(module, ActivationRole::kOutput, *l.output));
@@ -351,11 +357,19 @@ void QuarkExporter::plan(std::vector<PlannedTensor> plan) {
         break;
       }
       case PlannedKind::kQuantizedWeight:
-        s = p.spec2 ? progressive_weight_specs(p.module, p.weight_shape, p.spec, *p.spec2, m.model_dtype,
-                                               m.opts.pack_order)
-                    : quark_weight_specs(p.module, p.weight_shape, p.spec, m.model_dtype, m.opts.pack_order);
+        // A ProgressiveSpec pair (int4_fp8) stores both stages' scales
+        // (quark_progressive.h); a ScaleQuantSpec pair (nvfp4, amdfp4_global*)
+        // is one fp4 block weight with a global scale (fp4_block_tensors.h).
+        s = p.progressive() ? progressive_weight_specs(p.module, p.weight_shape, p.spec, *p.spec2,
+                                                              m.model_dtype, m.opts.pack_order)
+                                   : quark_weight_specs(p.module, p.weight_shape, p.spec, m.model_dtype,
+                                                        m.opts.pack_order, p.spec2);
         break;
       case PlannedKind::kActivation:
+        if (p.spec2) {
+          s.push_back({scale2_tensor_name(p.module, p.role), DType::kF32, {}});
+          break;
+        }
         if (p.spec.is_dynamic)
           throw Error(ErrorKind::kUsage, "", p.module,
                       "a dynamic activation spec writes no tensor; leave it out of the plan", "");
@@ -407,7 +421,7 @@ void QuarkExporter::write_plain(const std::string& name, const io::TensorView& v
 void QuarkExporter::write_quantized(const std::string& module, const quant::QuantizedTensor& qt) {
   Impl& m = *impl_;
   const size_t pi = m.expect_entry(PlannedKind::kQuantizedWeight, module, "write_quantized");
-  if (m.plan[pi].spec2)
+  if (m.plan[pi].progressive())
     throw Error(ErrorKind::kUsage, m.out_dir.string(), module,
                 "the plan has a progressive (two-stage) weight here", "write it with write_progressive");
   auto ts = pack_quantized_weight(module, qt, m.model_dtype, m.opts.pack_order);
@@ -418,7 +432,7 @@ void QuarkExporter::write_progressive(const std::string& module, const quant::Pr
   Impl& m = *impl_;
   const size_t pi = m.expect_entry(PlannedKind::kQuantizedWeight, module, "write_progressive");
   const PlannedTensor& p = m.plan[pi];
-  if (!p.spec2 || !(t.first.spec == p.spec) || !(t.second.spec == *p.spec2))
+  if (!p.progressive() || !(t.first.spec == p.spec) || !(t.second.spec == *p.spec2))
     throw Error(ErrorKind::kUsage, m.out_dir.string(), module,
                 "the progressive tensor's stages differ from the planned weight specs",
                 "quantize with the planned spec and spec2");
@@ -437,7 +451,14 @@ void QuarkExporter::write_activation(const std::string& module, ActivationRole r
                     activation_role_prefix(role) + " scale, next is " +
                     m.specs[m.next].name,
                 "write tensors in the order of planned()");
-  auto ts = pack_activation_qparams(module, role, p.spec, scale, zero_point, m.model_dtype);
+  std::vector<ExportedTensor> ts;
+  if (p.spec2) {
+    if (zero_point != 0)
+      throw Error(ErrorKind::kUsage, m.out_dir.string(), p.name, "a global scale has no zero point", "");
+    ts.push_back(pack_global_scale(p.name, scale));
+  } else {
+    ts = pack_activation_qparams(module, role, p.spec, scale, zero_point, m.model_dtype);
+  }
   m.write_tensors(pi, ts);
 }
 

@@ -72,16 +72,25 @@ struct PlannedTensor {
   std::string name;     // kCopy: the tensor name
   std::string module;   // kQuantizedWeight / kActivation: e.g. model.layers.0.self_attn.k_proj
   quant::QuantSpec spec;                // kQuantizedWeight / kActivation
-  // kQuantizedWeight of a progressive (two-stage) weight: the second stage
-  // (quark_progressive.h); `spec` is then the first.
+  // A two-stage spec's second stage (LayerQuantSpec::weight_stage2 /
+  // input_stage2); `spec` is then the first. kQuantizedWeight: a
+  // ProgressiveSpec pair (int4_fp8, quark_progressive.h) or a ScaleQuantSpec
+  // pair (spec2->is_scale_quant: nvfp4, amdfp4_global*, fp4_block_tensors.h).
+  // kActivation with spec2: the (static) second stage of a dynamic input,
+  // written as <module>.input_scale_2 (fp4_block_tensors.h).
   std::optional<quant::QuantSpec> spec2;
   std::vector<uint64_t> weight_shape;   // kQuantizedWeight: the source weight's [out, in]
   ActivationRole role = ActivationRole::kInput;  // kActivation
 
+  // A progressive weight (written with QuarkExporter::write_progressive).
+  bool progressive() const { return kind == PlannedKind::kQuantizedWeight && spec2 && !spec2->is_scale_quant; }
+
   static PlannedTensor copy(std::string name);
   static PlannedTensor quantized(std::string module, quant::QuantSpec spec,
-                                 std::vector<uint64_t> weight_shape);
-  static PlannedTensor activation(std::string module, ActivationRole role, quant::QuantSpec spec);
+                                 std::vector<uint64_t> weight_shape,
+                                 std::optional<quant::QuantSpec> spec2 = std::nullopt);
+  static PlannedTensor activation(std::string module, ActivationRole role, quant::QuantSpec spec,
+                                  std::optional<quant::QuantSpec> spec2 = std::nullopt);
 };
 
 // The default plan, in a deterministic order: the source tensors in file
@@ -89,7 +98,8 @@ struct PlannedTensor {
 // `modules` (module path -> spec) with a weight spec has its "<module>.weight"
 // replaced by a kQuantizedWeight entry; right after the weight (quantized or
 // copied) come the module's static activation entries, input then output
-// (dynamic activation specs write nothing). A module of `modules` without a
+// (dynamic activation specs write nothing, unless they have a static second
+// stage: then its <module>.input_scale_2). A module of `modules` without a
 // "<module>.weight" in the source throws kNotFound naming it. Modules not in
 // `modules` are copied.
 std::vector<PlannedTensor> plan_quark_export(const io::WeightIndex& src,

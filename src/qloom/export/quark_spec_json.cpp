@@ -40,14 +40,8 @@ ordered_json string_or_null(const std::string& s) {
   return s.empty() ? ordered_json(nullptr) : ordered_json(s);
 }
 
-ordered_json scale_format_json(ScaleFormat f) {
-  switch (f) {
-    case ScaleFormat::kFloat: return nullptr;
-    case ScaleFormat::kE8M0: return "e8m0";
-    case ScaleFormat::kE5M3: return "e5m3";
-  }
-  return nullptr;
-}
+// Quark's scale_format: null, "e8m0", "float32" (FP4PerGroupSpec) or "e5m3" (AmdFP4Spec).
+ordered_json scale_format_json(ScaleFormat f) { return string_or_null(quant::scale_format_name(f)); }
 
 bool get_bool(const json& obj, const char* key, const std::string& where, const std::string& file,
               bool dflt_when_null, bool allow_null) {
@@ -161,10 +155,11 @@ void read_spec_tail(const json& j, const std::string& where, const std::string& 
   const std::string sf = get_string_or_null(j, "scale_format", where, file);
   if (sf.empty()) s.scale_format = ScaleFormat::kFloat;
   else if (sf == "e8m0") s.scale_format = ScaleFormat::kE8M0;
+  else if (sf == "float32") s.scale_format = ScaleFormat::kFloat32;
   else if (sf == "e5m3") s.scale_format = ScaleFormat::kE5M3;
   else
     bad(ErrorKind::kUnsupported, file, join_item(where, "scale_format"),
-        "scale_format \"" + sf + "\" is not supported", "qloom handles e8m0, e5m3 and null");
+        "scale_format \"" + sf + "\" is not supported", "qloom handles e8m0, float32, e5m3 and null");
   s.scale_calculation_mode = get_string_or_null(j, "scale_calculation_mode", where, file);
   s.mx_element_dtype = get_string_or_null(j, "mx_element_dtype", where, file);
   if (!s.mx_element_dtype.empty())
@@ -201,9 +196,9 @@ ordered_json quant_spec_to_json(const QuantSpec& s, QuarkFormat f) {
   j["ch_axis"] = s.qscheme == QScheme::kPerTensor ? ordered_json(nullptr) : ordered_json(s.ch_axis);
   j["group_size"] = s.qscheme == QScheme::kPerGroup ? ordered_json(s.group_size) : ordered_json(nullptr);
   j["block_size"] = s.block_size > 0 ? ordered_json(s.block_size) : ordered_json(nullptr);
-  // OCP_MXSpec passes symmetric=None.
-  j["symmetric"] = (s.scale_format == ScaleFormat::kE8M0 && is_mx_element(s.dtype)) ? ordered_json(nullptr)
-                                                                                   : ordered_json(s.symmetric);
+  // OCP_MXSpec passes symmetric=None, and so do FP4PerGroupSpec and
+  // AmdFP4Spec (fp4 with float32 / e5m3 scales).
+  j["symmetric"] = is_mx_element(s.dtype) ? ordered_json(nullptr) : ordered_json(s.symmetric);
   j["round_method"] = string_or_null(s.round_method);
   j["scale_type"] = string_or_null(s.scale_type);
   if (f == QuarkFormat::k0_13) j["zero_point_type"] = string_or_null(s.zero_point_type);

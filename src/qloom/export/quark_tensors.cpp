@@ -9,6 +9,8 @@
 #include "qloom/core/format.h"
 #include "qloom/core/float_codec.h"
 #include "qloom/core/fp6_pack.h"
+#include "qloom/export/fp4_block_tensors.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_ref.h"
 
 namespace qloom::exporter {
@@ -364,7 +366,7 @@ DType quark_scale_dtype(const QuantSpec& spec, DType model_dtype) {
   // which must round its scales to the same dtype; on disk an E8M0 scale is
   // its uint8 code (realquantizer.py to_e8m0_uint8).
   const DType d = quant::quark_scale_dtype(spec, model_dtype);
-  return d == DType::kE8M0 ? DType::kU8 : d;
+  return d == DType::kE8M0 ? DType::kU8 : d;  // (e5m3 scales are kU8 already)
 }
 
 std::optional<DType> quark_zero_point_dtype(const QuantSpec& spec) {
@@ -383,8 +385,9 @@ std::optional<DType> quark_zero_point_dtype(const QuantSpec& spec) {
 std::vector<io::TensorSpec> quark_weight_specs(const std::string& module,
                                                const std::vector<uint64_t>& weight_shape,
                                                const QuantSpec& w, DType model_dtype,
-                                               PackOrder order) {
+                                               PackOrder order, const std::optional<QuantSpec>& w2) {
   (void)order;  // the order changes the bits, not the shapes
+  if (quant::is_fp4_block_spec(w)) return fp4_block_weight_specs(module, weight_shape, w, w2);
   const WeightLayout L = weight_layout(module, weight_shape, w, model_dtype);
   std::vector<io::TensorSpec> specs;
   specs.push_back({module + ".weight", L.weight_dtype, L.weight_shape});
@@ -417,6 +420,7 @@ std::vector<io::TensorSpec> quark_activation_specs(const std::string& module, Ac
 
 std::vector<ExportedTensor> pack_quantized_weight(const std::string& module, const QuantizedTensor& qt,
                                                   DType model_dtype, PackOrder order) {
+  if (quant::is_fp4_block_spec(qt.spec)) return pack_fp4_block_weight(module, qt);
   const QuantSpec& w = qt.spec;
   const WeightLayout L = weight_layout(module, qt.shape, w, model_dtype);
   const std::string witem = module + ".weight";
@@ -658,7 +662,9 @@ std::pair<uint64_t, uint64_t> logical_weight_shape(const std::string& module, co
 }
 
 QuantizedTensor unpack_quantized_weight(const std::string& module, const QuantSpec& spec,
-                                        const TensorLookup& lookup, PackOrder order) {
+                                        const TensorLookup& lookup, PackOrder order,
+                                        const std::optional<QuantSpec>& spec2) {
+  if (quant::is_fp4_block_spec(spec)) return unpack_fp4_block_weight(module, spec, spec2, lookup);
   const io::TensorView wv = need(lookup, module + ".weight");
   const io::TensorView sv = need(lookup, module + ".weight_scale");
   if (wv.shape().size() != 2) layout_error(wv.name(), "expected a 2-D tensor, got " + format_shape(wv.shape()));

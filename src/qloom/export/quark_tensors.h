@@ -114,10 +114,14 @@ std::optional<DType> quark_zero_point_dtype(const quant::QuantSpec& spec);
 // by 8) and kUsage for a non-2-D shape, a group size that does not divide
 // in, or a dynamic weight spec. `module` is the linear's path, e.g.
 // "model.layers.0.self_attn.q_proj".
+// `w2`: the weight's second stage of a two-stage spec (LayerQuantSpec::
+// weight_stage2); fp4 block specs (nvfp4, amdfp4*) take their layout from
+// fp4_block_tensors.h.
 std::vector<io::TensorSpec> quark_weight_specs(const std::string& module,
                                                const std::vector<uint64_t>& weight_shape,
                                                const quant::QuantSpec& w, DType model_dtype,
-                                               PackOrder order = PackOrder::kReorder);
+                                               PackOrder order = PackOrder::kReorder,
+                                               const std::optional<quant::QuantSpec>& w2 = std::nullopt);
 
 // The static activation tensors of `role`: <module>.input_scale (+
 // input_zero_point for integer formats), or output_*. Empty for a dynamic
@@ -171,7 +175,8 @@ std::pair<uint64_t, uint64_t> logical_weight_shape(const std::string& module, co
 quant::QuantizedTensor unpack_quantized_weight(const std::string& module,
                                                const quant::QuantSpec& spec,
                                                const TensorLookup& lookup,
-                                               PackOrder order = PackOrder::kReorder);
+                                               PackOrder order = PackOrder::kReorder,
+                                               const std::optional<quant::QuantSpec>& spec2 = std::nullopt);
 
 // Reads a static per-tensor activation scale (and zero point, 0 when absent)
 // of `role`; nullopt when the checkpoint has no <module>.<role>_scale.

@@ -34,8 +34,10 @@ Precision from_scheme(const quant::SchemeDef& s) {
   p.name = s.name;
   p.quant_scheme = s.name;
   p.spec = s.linear;
-  // A progressive weight (int4_fp8) stores its last stage's codes.
-  p.weight_bits = quant::quant_dtype_bits((s.linear.weight_stage2 ? *s.linear.weight_stage2 : *s.linear.weight).dtype);
+  // A progressive weight (int4_fp8) stores its last stage's codes; a
+  // scale-quant one (nvfp4, amdfp4_global*) its first stage's.
+  const auto& w2 = s.linear.weight_stage2;
+  p.weight_bits = quant::quant_dtype_bits((w2 && !w2->is_scale_quant ? *w2 : *s.linear.weight).dtype);
   p.activation_bits = input_bits(s.linear);
   p.level = p.weight_bits;
   p.description = s.description;
@@ -119,9 +121,10 @@ namespace {
 // The tensors a precision's weight is stored as (progressive: both stages).
 std::vector<io::TensorSpec> weight_specs(const Precision& p, uint64_t rows, uint64_t cols, DType model_dtype) {
   const quant::LayerQuantSpec& l = *p.spec;
-  if (l.weight_stage2)
+  if (l.weight_stage2 && !l.weight_stage2->is_scale_quant)
     return exporter::progressive_weight_specs("weight", {rows, cols}, *l.weight, *l.weight_stage2, model_dtype);
-  return exporter::quark_weight_specs("weight", {rows, cols}, *l.weight, model_dtype);
+  return exporter::quark_weight_specs("weight", {rows, cols}, *l.weight, model_dtype, PackOrder::kReorder,
+                                      l.weight_stage2);
 }
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_fast.h"
 
 namespace qloom::quant {
@@ -52,6 +53,12 @@ void fake_quantize_activation(float* x, int64_t rows, int64_t cols, const QuantS
     if (!qparams)
       throw Error(ErrorKind::kUsage, "", quant_dtype_name(spec.dtype), "static activation spec without a scale");
     static_per_tensor(x, rows * cols, spec, *qparams);
+    return;
+  }
+  // AMD FP4 (e5m3 group scales): its own quantizer. A two-stage first stage
+  // (nvfp4) needs its global scale: fp4_block.h, which says so.
+  if (is_fp4_block_spec(spec)) {
+    fake_quantize_fp4_block(x, rows, cols, spec, std::nullopt, 1.0f);
     return;
   }
   // Dynamic: per-token (per_channel) and MX per-group work row by row, like

@@ -18,6 +18,16 @@ const char* quant_dtype_name(QDtype d) {
   return "?";
 }
 
+const char* scale_format_name(ScaleFormat f) {
+  switch (f) {
+    case ScaleFormat::kFloat: return "";
+    case ScaleFormat::kE8M0: return "e8m0";
+    case ScaleFormat::kFloat32: return "float32";
+    case ScaleFormat::kE5M3: return "e5m3";
+  }
+  return "?";
+}
+
 int quant_dtype_bits(QDtype d) {
   switch (d) {
     case QDtype::kInt8:

@@ -12,17 +12,24 @@
 namespace qloom::quant {
 
 // Element formats, named as Quark's Dtype enum values (see quant_dtype_name).
-enum class QDtype : uint8_t { kInt8, kUInt8, kInt4, kUInt4, kFp8E4M3, kFp8E5M2, kFp4, kFp6E2M3, kFp6E3M2,
-                              kFp8E5M3 };  // unsigned e5m3 (AMD FP4 scales)
+enum class QDtype : uint8_t {
+  kInt8, kUInt8, kInt4, kUInt4, kFp8E4M3, kFp8E5M2, kFp4, kFp6E2M3, kFp6E3M2,
+  kFp8E5M3,  // AMD's unsigned e5m3 (core/e5m3.h): the global-scale stage of amdfp4_global16/32
+};
 
 // Granularity of scales: one per tensor, one per output channel (ch_axis), or
 // one per group of group_size consecutive elements along the input dimension.
 enum class QScheme : uint8_t { kPerTensor, kPerChannel, kPerGroup };
 
-// How scales are represented: plain floating point, OCP MX shared E8M0
-// exponents (power-of-two scales, stored as uint8), or unsigned fp8 e5m3
-// (Quark's scale_format "e5m3", AMD FP4).
-enum class ScaleFormat : uint8_t { kFloat, kE8M0, kE5M3 };
+// How scales are represented (Quark's scale_format): plain floating point
+// (null), OCP MX shared E8M0 exponents (power-of-two scales, stored as
+// uint8), "float32" (FP4PerGroupSpec, the first stage of nvfp4 /
+// amdfp4_global*: f32 scales, which the second stage then quantizes), or
+// "e5m3" (AmdFP4Spec: scales rounded to AMD's unsigned fp8 e5m3, stored as
+// uint8 codes).
+enum class ScaleFormat : uint8_t { kFloat, kE8M0, kFloat32, kE5M3 };
+// Quark's scale_format string: "" (null), "e8m0", "float32", "e5m3".
+const char* scale_format_name(ScaleFormat f);
 
 struct QuantSpec {
   QDtype dtype = QDtype::kInt8;
@@ -54,7 +61,7 @@ struct QuantSpec {
 };
 
 // Quark's dtype strings: "int8", "uint8", "int4", "uint4", "fp8_e4m3", "fp8_e5m2",
-// "fp4", "fp6_e2m3", "fp6_e3m2".
+// "fp4", "fp6_e2m3", "fp6_e3m2", "fp8_e5m3".
 const char* quant_dtype_name(QDtype d);
 // Bits per element of the quantized codes (8, 4, 6).
 int quant_dtype_bits(QDtype d);

@@ -410,7 +410,7 @@ void dequantize(const QuantizedTensor& t, float* out, unsigned threads) {
     for (uint64_t r = r0; r < r1; ++r)
       for (uint64_t gi = 0; gi < gpr; ++gi) {
         const uint64_t si = per_tensor ? 0 : r * gpr + gi;
-        const float s = t.scales[si];
+        const float s = group_scale(t, si);
         const uint64_t off = r * cols + gi * group;
         const uint8_t* c = t.codes.data() + off;
         float* o = out + off;

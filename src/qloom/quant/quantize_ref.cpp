@@ -96,8 +96,9 @@ Plan make_plan(uint64_t rows, uint64_t cols, const QuantSpec& spec, DType scale_
     if (spec.scale_format != ScaleFormat::kE8M0 || spec.qscheme != QScheme::kPerGroup)
       throw Error(ErrorKind::kUnsupported, "", name,
                   std::string(quant_dtype_name(spec.dtype)) +
-                      " weights are implemented only as OCP MX (per_group, e8m0 scales)",
-                  "use mxfp4, mxfp6_e2m3 or mxfp6_e3m2");
+                      " weights are implemented here only as OCP MX (per_group, e8m0 scales); fp4 with "
+                      "float32 / e5m3 scales (nvfp4, amdfp4*) is quantized by quant/fp4_block.h",
+                  "use mxfp4, mxfp6_e2m3 or mxfp6_e3m2 here, or call quantize_fp4_block (quant/fp4_block.h)");
     if (!spec.scale_calculation_mode.empty() && spec.scale_calculation_mode != "even")
       throw Error(ErrorKind::kUnsupported, "", name,
                   "MX scale_calculation_mode '" + spec.scale_calculation_mode + "' is not implemented",
@@ -275,6 +276,7 @@ using namespace detail;
 
 DType quark_scale_dtype(const QuantSpec& spec, DType model_dtype) {
   if (spec.scale_format == ScaleFormat::kE8M0) return DType::kE8M0;
+  if (spec.scale_format == ScaleFormat::kE5M3) return DType::kU8;  // AmdFP4Spec (fp4_block.h)
   if (spec.scale_type == "float32") return DType::kF32;
   if (spec.scale_type == "bfloat16") return DType::kBF16;
   if (spec.scale_type == "float16") return DType::kF16;
@@ -344,7 +346,7 @@ void dequantize_ref(const QuantizedTensor& t, float* out) {
     uint64_t si = 0;
     if (spec.qscheme == QScheme::kPerChannel) si = i / cols;
     if (spec.qscheme == QScheme::kPerGroup) si = (i / cols) * (cols / group) + (i % cols) / group;
-    const float s = t.scales[si];
+    const float s = group_scale(t, si);
     const uint8_t c = t.codes[i];
     switch (spec.dtype) {
       case QDtype::kFp8E4M3: out[i] = fp8_e4m3_to_float(c) * s; break;

@@ -98,7 +98,8 @@
 namespace qloom::quant {
 
 // The dtype Quark stores this spec's scale in, for a model whose weights /
-// activations are `model_dtype`: kE8M0 for MX specs; scale_type "float32" /
+// activations are `model_dtype`: kE8M0 for MX specs; kU8 (e5m3 codes) for
+// AMD FP4's scale_format e5m3 (fp4_block.h); scale_type "float32" /
 // "bfloat16" / "float16" as named; otherwise ("float" or null) the model
 // dtype, except symmetric per-tensor integer specs (int8 weight_scale and
 // input_scale), which Quark stores as f32 because its observer takes

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "qloom/core/dtype.h"
@@ -28,8 +29,23 @@ struct QuantizedTensor {
   // Asymmetric only, same layout as scales; empty when symmetric.
   std::vector<int32_t> zero_points;
   // The dtype `scales` are stored in (every value in `scales` is exactly
-  // representable in it): kF32 / kBF16 / kF16, or kE8M0 for MX scales.
+  // representable in it): kF32 / kBF16 / kF16, kE8M0 for MX scales, kU8 for
+  // AMD's e5m3 scales (uint8 codes, core/e5m3.h; spec.scale_format kE5M3 or a
+  // fp8_e5m3 scale_spec), kF8_E4M3 for nvfp4's quantized first-stage scales.
   DType scale_dtype = DType::kF32;
+  // Two-stage scale quantization (Quark's ScaleQuantSpec: nvfp4,
+  // amdfp4_global16/32): the second stage (is_scale_quant, per tensor) and
+  // its global scale (exported as weight_scale_2). `scales` then hold the
+  // first stage's scales in the second stage's units (fp8 e4m3 / e5m3
+  // values), and a group's effective scale is the f32 product
+  // scales[g] * global_scale (group_scale). nullopt: a single-stage spec.
+  std::optional<QuantSpec> scale_spec;
+  float global_scale = 1.0f;
 };
+
+// The scale that multiplies the codes of scale group `i` (f32).
+inline float group_scale(const QuantizedTensor& t, uint64_t i) {
+  return t.scale_spec ? t.scales[i] * t.global_scale : t.scales[i];
+}
 
 }  // namespace qloom::quant

@@ -133,6 +133,57 @@ LayerQuantSpec int4_fp8_progressive() {
   return l;
 }
 
+// FP4PerGroupSpec(ch_axis=-1, group_size=G, is_dynamic, scale_type="float32"):
+// dtype fp4, PerBlockMXObserver, symmetric None, scale_format "float32",
+// no scale_calculation_mode, half_even, per_group. The first stage of
+// nvfp4 / amdfp4_global*: f32 group scales that the second stage quantizes.
+QuantSpec fp4_per_group_f32(int group_size, bool dynamic) {
+  QuantSpec s;
+  s.dtype = QDtype::kFp4;
+  s.qscheme = QScheme::kPerGroup;
+  s.is_dynamic = dynamic;
+  s.ch_axis = -1;
+  s.group_size = group_size;
+  s.scale_format = ScaleFormat::kFloat32;
+  s.scale_type = "float32";
+  s.observer_cls = "PerBlockMXObserver";
+  return s;
+}
+
+// AmdFP4Spec(ch_axis=-1, group_size=16|32, is_dynamic): dtype fp4,
+// PerBlockMXObserver, symmetric None, scale_type "float8_e5m3",
+// scale_format "e5m3", half_even, per_group.
+QuantSpec amd_fp4(int group_size, bool dynamic) {
+  QuantSpec s = fp4_per_group_f32(group_size, dynamic);
+  s.scale_format = ScaleFormat::kE5M3;
+  s.scale_type = "float8_e5m3";
+  return s;
+}
+
+// The second stage of ScaleQuantSpec: FP8E4M3PerTensorSpec /
+// FP8E5M3PerTensorSpec(observer_method="min_max", is_dynamic=False,
+// scale_type="float32") with is_scale_quant=True: a static per-tensor
+// (global) scale for the first stage's group scales.
+QuantSpec scale_stage(QDtype dtype) {
+  QuantSpec s = fp8_per_tensor(false, "float32");
+  s.dtype = dtype;
+  s.is_scale_quant = true;
+  return s;
+}
+
+// ScaleQuantSpec(first=FP4PerGroupSpec(G, "float32"), second=scale_stage)
+// for the weight (static) and the input (dynamic first stage, static
+// calibrated second stage): FP4Block16ScaleE4M3Scheme (nvfp4) and
+// AmdFP4GlobalScaleScheme (amdfp4_global16/32).
+LayerQuantSpec fp4_scale_quant(int group_size, QDtype scale_dtype) {
+  LayerQuantSpec l;
+  l.weight = fp4_per_group_f32(group_size, false);
+  l.weight_stage2 = scale_stage(scale_dtype);
+  l.input = fp4_per_group_f32(group_size, true);
+  l.input_stage2 = scale_stage(scale_dtype);
+  return l;
+}
+
 LayerQuantSpec weight_only(QuantSpec w) {
   LayerQuantSpec l;
   l.weight = std::move(w);
@@ -184,9 +235,23 @@ std::vector<SchemeDef> build_schemes() {
   // is_dynamic=False) without scale_type, so scale_type is null.
   v.push_back({"mxfp4_fp8", weight_and_input(ocp_mxfp4(false), fp8_per_tensor(false, "")),
                "W4A8: OCP MXFP4 weights, static per-tensor fp8 e4m3 activations (calibrated)"});
+  v.push_back({"amdfp4", weight_and_input(amd_fp4(16, false), amd_fp4(16, true)),
+               "AMD FP4: fp4 e2m1 weights and dynamic activations, e5m3 scale per 16 elements (AmdFP4Scheme)"});
+  v.push_back({"amdfp4_g32", weight_and_input(amd_fp4(32, false), amd_fp4(32, true)),
+               "AMD FP4: fp4 e2m1 weights and dynamic activations, e5m3 scale per 32 elements (AmdFP4Scheme)"});
   v.push_back({"int4_fp8", int4_fp8_progressive(),
                "W4A8: int4 per-channel weights quantized progressively (fp8 e4m3 per tensor, then int4), "
                "dynamic per-tensor fp8 activations"});
+  const std::string nvfp4_desc =
+      "NVFP4: fp4 e2m1 weights and dynamic activations per 16 elements, fp8 e4m3 group scales under a "
+      "per-tensor f32 global scale (static; q/k/v and gate/up share it)";
+  v.push_back({"nvfp4", fp4_scale_quant(16, QDtype::kFp8E4M3), nvfp4_desc + " (FP4Block16ScaleE4M3Scheme)"});
+  v.push_back({"fp4_block16_scale_e4m3", fp4_scale_quant(16, QDtype::kFp8E4M3),
+               nvfp4_desc + "; Quark's legacy alias of nvfp4"});
+  for (int gs : {16, 32})
+    v.push_back({"amdfp4_global" + g(gs), fp4_scale_quant(gs, QDtype::kFp8E5M3),
+                 "AMD FP4: fp4 e2m1 weights and dynamic activations per " + g(gs) +
+                     " elements, e5m3 group scales under a per-tensor f32 global scale (AmdFP4GlobalScaleScheme)"});
   return v;
 }
 
@@ -292,9 +357,7 @@ const SchemeDef* find_scheme(std::string_view name) {
 
 const std::vector<std::string>& quark_only_scheme_names() {
   // LLMTemplate.get_supported_schemes() of amd-quark 0.13 minus the above.
-  static const std::vector<std::string> v = {
-      "amdfp4", "amdfp4_g32", "mx6", "mx9", "bfp16", "nvfp4", "fp4_block16_scale_e4m3", "amdfp4_global16",
-      "amdfp4_global32"};
+  static const std::vector<std::string> v = {"mx6", "mx9", "bfp16"};
   return v;
 }
 

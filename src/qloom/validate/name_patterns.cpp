@@ -94,11 +94,13 @@ bool glob_match(std::string_view p, std::string_view t) {
 
 std::string_view quantization_suffix(std::string_view name) {
   // prob_output_scale: an attention module's softmax-output scale
-  // (--attention_dtype fp8, Quark's softmax_quant_spec); *_2: a two-stage
-  // weight's second stage (LOAD_MAP_MULTI, int4_fp8).
-  static constexpr std::array<std::string_view, 9> kSuffixes = {
-      "weight_scale",  "weight_zero_point", "input_scale",    "input_zero_point",   "output_scale",
-      "output_zero_point", "prob_output_scale", "weight_scale_2", "weight_zero_point_2"};
+  // (--attention_dtype fp8, Quark's softmax_quant_spec); *_2: the second stage
+  // of a two-stage spec (Quark's LOAD_MAP_MULTI: int4_fp8's weight_scale_2 /
+  // weight_zero_point_2, nvfp4's weight_scale_2 / input_scale_2).
+  static constexpr std::array<std::string_view, 11> kSuffixes = {
+      "weight_scale",      "weight_zero_point", "input_scale",         "input_zero_point",
+      "output_scale",      "output_zero_point", "prob_output_scale",   "weight_scale_2",
+      "weight_zero_point_2", "input_scale_2",   "output_scale_2"};
   const size_t dot = name.rfind('.');
   if (dot == std::string_view::npos) return {};
   const std::string_view last = name.substr(dot + 1);

@@ -15,6 +15,7 @@
 #include "qloom/export/quark_progressive.h"
 #include "qloom/export/quark_tensors.h"
 #include "qloom/quant/distortion.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/validate/checkpoint_pair.h"
@@ -86,6 +87,28 @@ WindowResult engine_window(const io::ModelDir& source, const io::ModelDir& quant
   return r;
 }
 
+// The round-to-nearest reference of a source weight under `ws`. Two-stage
+// fp4 block weights (nvfp4, amdfp4_global*) are re-quantized with the
+// checkpoint's own global scale, which may come from a shared-scale group
+// (q/k/v, gate/up) and so from other tensors; it must at least cover this
+// weight's own max |w| (else `problem` says so).
+quant::QuantizedTensor rtn_reference(const std::vector<float>& src, const std::vector<uint64_t>& shape,
+                                     const quant::QuantSpec& ws, const quant::QuantizedTensor& stored,
+                                     const std::string& module, DType model_dtype, std::string& problem) {
+  if (!quant::is_fp4_block_spec(ws)) {
+    const DType scale_dtype = quant::quark_scale_dtype(ws, model_dtype);
+    return quant::quantize_weight(src.data(), shape[0], shape[1], ws, scale_dtype, module + ".weight", model_dtype);
+  }
+  if (stored.scale_spec) {
+    const float own = quant::fp4_global_scale(quant::abs_max(src.data(), src.size()), *stored.scale_spec);
+    if (!(stored.global_scale >= own))
+      problem = "weight_scale_2 " + std::to_string(stored.global_scale) + " is below this weight's own global scale " +
+                std::to_string(own);
+  }
+  return quant::quantize_fp4_block(src.data(), shape[0], shape[1], ws, stored.scale_spec, stored.global_scale,
+                                   module + ".weight", model_dtype);
+}
+
 }  // namespace
 
 double sqnr_floor_db(const quant::QuantSpec& w) {
@@ -129,7 +152,7 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
     if (qw.find(module + std::string(kScaleSuffix)) == nullptr) return std::nullopt;
     const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
     if (!spec || !spec->weight) return std::nullopt;
-    return quant::dequantize(exporter::unpack_quantized_weight(module, *spec->weight, lookup, order));
+    return quant::dequantize(exporter::unpack_quantized_weight(module, *spec->weight, lookup, order, spec->weight_stage2));
   };
   FoldPlan folds;
   std::string fold_error;
@@ -157,8 +180,9 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
     try {
       const auto spec = exporter::resolve_layer_quant_spec(qc, module, quantized.path().string());
       if (!spec || !spec->weight) throw Error(ErrorKind::kInvalidInput, "", module, "has a weight_scale but quantization_config assigns it no weight spec");
-      // A progressive weight (int4_fp8) is held to its stored (last) stage's format.
-      const bool progressive = spec->weight_stage2.has_value();
+      // A progressive weight (int4_fp8) is held to its stored (last) stage's
+      // format; a scale-quant one (nvfp4, amdfp4_global*) to its fp4 first stage.
+      const bool progressive = spec->weight_stage2 && !spec->weight_stage2->is_scale_quant;
       const quant::QuantSpec& ws = progressive ? *spec->weight_stage2 : *spec->weight;
       scheme = quant::quant_dtype_name(ws.dtype);
       if (ws.qscheme == quant::QScheme::kPerGroup) scheme += " g" + std::to_string(ws.group_size);
@@ -169,7 +193,7 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
         pt = exporter::unpack_progressive_weight(module, *spec->weight, ws, lookup, order);
         deq = quant::dequantize_progressive(pt);
       } else {
-        qt = exporter::unpack_quantized_weight(module, ws, lookup, order);
+        qt = exporter::unpack_quantized_weight(module, ws, lookup, order, spec->weight_stage2);
         deq = quant::dequantize(qt);
       }
       const io::TensorInfo* si = sw.find(module + ".weight");
@@ -205,10 +229,10 @@ StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::Mo
         const std::vector<float> ref = quant::dequantize_progressive(again);
         rtn_sqnr = quant::measure_distortion(src_f32.data(), ref.data(), ref.size()).sqnr_db;
       } else if (model_dtype) {
-        const DType scale_dtype = quant::quark_scale_dtype(ws, *model_dtype);
-        const quant::QuantizedTensor again = quant::quantize_weight(
-            src_f32.data(), si->shape[0], si->shape[1], ws, scale_dtype, module + ".weight", *model_dtype);
-        same_as_rtn = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points;
+        const quant::QuantizedTensor again =
+            rtn_reference(src_f32, si->shape, ws, qt, module, *model_dtype, problem);
+        same_as_rtn = again.codes == qt.codes && again.scales == qt.scales && again.zero_points == qt.zero_points &&
+                      again.global_scale == qt.global_scale;
         const std::vector<float> ref = quant::dequantize(again);
         rtn_sqnr = quant::measure_distortion(src_f32.data(), ref.data(), ref.size()).sqnr_db;
       }
