@@ -21,6 +21,11 @@
 //   ptpc_fp8                  31.52      32.14
 //   mxfp4                     18.99      17.17
 //   mxfp4_weight_only         18.99      17.17
+//   amdfp4                    20.44      20.78
+//   amdfp4_g32                19.86      19.31
+//   nvfp4 (and its alias)     20.45      20.81
+//   amdfp4_global16           20.45      20.81
+//   amdfp4_global32           19.87      19.34
 
 #include <gtest/gtest.h>
 
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "qloom/quant/distortion.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/scheme_registry.h"
@@ -59,6 +65,12 @@ const std::map<std::string, Band>& measured() {
       {"ptpc_fp8", {31.52, 32.14}},
       {"mxfp4", {18.99, 17.17}},
       {"mxfp4_weight_only", {18.99, 17.17}},
+      {"amdfp4", {20.44, 20.78}},
+      {"amdfp4_g32", {19.86, 19.31}},
+      {"nvfp4", {20.45, 20.81}},
+      {"fp4_block16_scale_e4m3", {20.45, 20.81}},
+      {"amdfp4_global16", {20.45, 20.81}},
+      {"amdfp4_global32", {19.87, 19.34}},
   };
   return m;
 }
@@ -69,7 +81,13 @@ DistortionStats run(const std::string& scheme, Dist d, uint64_t seed) {
   const uint64_t rows = 256, cols = 1024;
   auto w = testgen::make_weights(rows * cols, d, seed);
   testgen::to_bf16_grid(w);
-  const QuantSpec spec = *get_scheme(scheme).linear.weight;
+  const LayerQuantSpec& l = get_scheme(scheme).linear;
+  const QuantSpec spec = *l.weight;
+  if (is_fp4_block_spec(spec)) {  // nvfp4 / amdfp4*: fp4_block.h, the tensor's own global scale
+    const float g = l.weight_stage2 ? fp4_global_scale(abs_max(w.data(), w.size()), *l.weight_stage2) : 1.0f;
+    const auto dq = dequantize(quantize_fp4_block(w.data(), rows, cols, spec, l.weight_stage2, g, scheme, DType::kBF16));
+    return measure_distortion(w.data(), dq.data(), w.size());
+  }
   DType sd = quark_scale_dtype(spec, DType::kBF16);
   if (sd == DType::kE8M0) sd = DType::kF32;
   const QuantizedTensor t = quantize_weight(w.data(), rows, cols, spec, sd, scheme, DType::kBF16);

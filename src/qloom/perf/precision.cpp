@@ -115,7 +115,8 @@ std::vector<std::string> parse_kv_candidates(const std::vector<std::string>& nam
 
 uint64_t stored_weight_bits(const Precision& p, uint64_t rows, uint64_t cols, DType model_dtype) {
   if (p.is_native()) return rows * cols * uint64_t(dtype_bits(model_dtype));
-  const auto specs = exporter::quark_weight_specs("weight", {rows, cols}, *p.spec->weight, model_dtype);
+  const auto specs = exporter::quark_weight_specs("weight", {rows, cols}, *p.spec->weight, model_dtype,
+                                                  PackOrder::kReorder, p.spec->weight_stage2);
   uint64_t bytes = 0;
   for (const io::TensorSpec& s : specs) bytes += s.nbytes();
   return bytes * 8;
@@ -124,7 +125,8 @@ uint64_t stored_weight_bits(const Precision& p, uint64_t rows, uint64_t cols, DT
 std::string unfit_reason(const Precision& p, uint64_t rows, uint64_t cols, DType model_dtype) {
   if (p.is_native()) return {};
   try {
-    (void)exporter::quark_weight_specs("weight", {rows, cols}, *p.spec->weight, model_dtype);
+    (void)exporter::quark_weight_specs("weight", {rows, cols}, *p.spec->weight, model_dtype, PackOrder::kReorder,
+                                       p.spec->weight_stage2);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kUsage) throw;
     return e.message();
