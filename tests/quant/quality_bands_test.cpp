@@ -27,6 +27,11 @@
 //   mxfp4_mxfp6_e2m3          18.99      17.17   (weights as mxfp4)
 //   mxfp4_fp8                 18.99      17.17   (weights as mxfp4)
 //   int4_fp8                  17.28       8.34   (both stages: fp8 per tensor, int4 per channel)
+//   amdfp4                    20.44      20.78
+//   amdfp4_g32                19.86      19.31
+//   nvfp4 (and its alias)     20.45      20.81
+//   amdfp4_global16           20.45      20.81
+//   amdfp4_global32           19.87      19.34
 
 #include <gtest/gtest.h>
 
@@ -37,6 +42,7 @@
 
 #include "qloom/quant/distortion.h"
 #include "qloom/quant/progressive.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/scheme_registry.h"
@@ -72,6 +78,12 @@ const std::map<std::string, Band>& measured() {
       {"mxfp4_mxfp6_e2m3", {18.99, 17.17}},
       {"mxfp4_fp8", {18.99, 17.17}},
       {"int4_fp8", {17.28, 8.34}},
+      {"amdfp4", {20.44, 20.78}},
+      {"amdfp4_g32", {19.86, 19.31}},
+      {"nvfp4", {20.45, 20.81}},
+      {"fp4_block16_scale_e4m3", {20.45, 20.81}},
+      {"amdfp4_global16", {20.45, 20.81}},
+      {"amdfp4_global32", {19.87, 19.34}},
   };
   return m;
 }
@@ -83,13 +95,18 @@ DistortionStats run(const std::string& scheme, Dist d, uint64_t seed) {
   auto w = testgen::make_weights(rows * cols, d, seed);
   testgen::to_bf16_grid(w);
   const LayerQuantSpec& l = get_scheme(scheme).linear;
-  if (l.weight_stage2) {  // progressive (int4_fp8): both stages
+  if (l.weight_stage2 && !l.weight_stage2->is_scale_quant) {  // progressive (int4_fp8): both stages
     const ProgressiveTensor t = quantize_progressive(w.data(), rows, cols, *l.weight, *l.weight_stage2, scheme,
                                                      DType::kBF16);
     const auto dq = dequantize_progressive(t);
     return measure_distortion(w.data(), dq.data(), w.size());
   }
   const QuantSpec spec = *l.weight;
+  if (is_fp4_block_spec(spec)) {  // nvfp4 / amdfp4*: fp4_block.h, the tensor's own global scale
+    const float g = l.weight_stage2 ? fp4_global_scale(abs_max(w.data(), w.size()), *l.weight_stage2) : 1.0f;
+    const auto dq = dequantize(quantize_fp4_block(w.data(), rows, cols, spec, l.weight_stage2, g, scheme, DType::kBF16));
+    return measure_distortion(w.data(), dq.data(), w.size());
+  }
   DType sd = quark_scale_dtype(spec, DType::kBF16);
   if (sd == DType::kE8M0) sd = DType::kF32;
   const QuantizedTensor t = quantize_weight(w.data(), rows, cols, spec, sd, scheme, DType::kBF16);

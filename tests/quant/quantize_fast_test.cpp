@@ -20,6 +20,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
+#include "qloom/quant/fp4_block.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/quant/scheme_registry.h"
 #include "quant/weight_gen.h"
@@ -60,8 +61,15 @@ void to_grid(std::vector<float>& w, DType md) {
   if (md == DType::kF16) testgen::to_f16_grid(w);
 }
 
+// The schemes this quantizer handles; the fp4 block schemes (nvfp4, amdfp4*)
+// have their own, tested in fp4_block_test.cpp.
 const std::vector<std::string>& all_schemes() {
-  static const std::vector<std::string> v = scheme_names();
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    for (const auto& n : scheme_names())
+      if (!is_fp4_block_spec(*get_scheme(n).linear.weight)) out.push_back(n);
+    return out;
+  }();
   return v;
 }
 
