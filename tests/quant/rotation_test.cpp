@@ -2,7 +2,7 @@
 // the rotation as an exact identity of the model's function. The bundled
 // model (llama, tied embeddings, hidden 64, head_dim 8) is widened to F32
 // first, so the rotated weights carry only fp32 rounding: logits must match
-// the source's within 2e-4 x max |logit| (R1; R1 + R2; R1 in blocks of 32).
+// the source's within 5e-6 x max |logit| (measured 5.7e-7) (R1; R1 + R2; R1 in blocks of 32).
 // The model as stored (BF16) rotates with bf16 rounding after each step
 // (Quark's sequence): its logits stay within 5% of the logit range, top-1
 // the same at >= 90% of positions.
@@ -134,7 +134,7 @@ TEST(ModelRotation, IsAnIdentityInFloat) {
            {"r1", nullptr}, {"r1r2", {{"r2", true}}}, {"r1_block32", {{"rotation_size", 32}}}}) {
     const Cmp c = rotate_and_compare(src, cfg, tmp, tag);
     std::printf("[ rotation ] f32 %-10s max |dlogit| %.3g of max |logit| %.3g\n", tag.c_str(), c.max_diff, c.range);
-    EXPECT_LE(c.max_diff, 2e-4 * c.range) << tag << ": max |dlogit| " << c.max_diff << " of " << c.range;
+    EXPECT_LE(c.max_diff, 5e-6 * c.range) << tag << ": max |dlogit| " << c.max_diff << " of " << c.range;
     EXPECT_EQ(c.top1, 1.0) << tag;
   }
 }
