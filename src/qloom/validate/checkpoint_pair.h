@@ -33,6 +33,14 @@ class CheckpointPair {
 
   // nullptr when no source was given.
   const io::ModelDir* source() const;
+  // The model the quantized weights are to be compared with: the source, or,
+  // when the checkpoint's quantization_config.algo_config holds a "rotation"
+  // entry, the source rotated by that entry (quant/rotation.h), written to a
+  // scratch directory that lives as long as the pair (a rotated checkpoint is
+  // not weight-comparable with its source; its rotated float weights are).
+  // source_weights() are this model's. nullptr when no source was given or
+  // the rotation could not be reproduced (source_weights_error() says why).
+  const io::ModelDir* weights_source() const;
   // nullptr when the quantized directory is not a readable model directory;
   // quantized_error() says why.
   const io::ModelDir* quantized() const;
@@ -46,8 +54,9 @@ class CheckpointPair {
   const io::WeightIndex* quantized_weights() const;
   const std::string& quantized_weights_error() const;
 
+  struct Impl;  // opaque (checkpoint_pair.cpp)
+
  private:
-  struct Impl;
   explicit CheckpointPair(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -25,8 +25,11 @@ StepResult run_numeric_step(const CheckpointPair& pair, const ValidateOptions& o
     return detail::skipped(std::move(r),
                            "the quantized directory is not a readable model (see step 3): " + pair.quantized_error(),
                            "quantized_unreadable");
+  if (!pair.weights_source())
+    return detail::skipped(std::move(r), "no source weights to compare with: " + pair.source_weights_error(),
+                           "source_unreadable");
   try {
-    StepResult got = opts.numeric_step(*pair.source(), *pair.quantized());
+    StepResult got = opts.numeric_step(*pair.weights_source(), *pair.quantized());
     got.number = 5;
     if (got.title.empty()) got.title = kNumericTitle;
     return got;
