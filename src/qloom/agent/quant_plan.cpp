@@ -91,7 +91,8 @@ bool is_data_path(const std::string& d) { return d.find('/') != std::string::npo
 std::string scheme_layer_problem(const std::string& scheme, uint64_t out, uint64_t in) {
   const quant::SchemeDef& s = quant::get_scheme(scheme);
   if (!s.linear.weight) return "";
-  const quant::QuantSpec& w = *s.linear.weight;
+  // A progressive weight (int4_fp8) is stored as its last stage.
+  const quant::QuantSpec& w = s.linear.weight_stage2 ? *s.linear.weight_stage2 : *s.linear.weight;
   const bool int4 = w.dtype == quant::QDtype::kInt4 || w.dtype == quant::QDtype::kUInt4;
   std::vector<std::string> why;
   if (w.qscheme == quant::QScheme::kPerGroup && w.group_size > 0 && in % uint64_t(w.group_size) != 0)
