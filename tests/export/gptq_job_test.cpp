@@ -60,8 +60,12 @@ TEST(GptqJob, WritesLayerByLayerWithQuarksAlgoConfig) {
   EXPECT_EQ(a["desc_act"], true);
   EXPECT_EQ(a["static_groups"], true);
   EXPECT_EQ(a["model_decoder_layers"], "model.layers");
+  // Quark writes its llama template's list (GPTQ_MAP, algo_configs.py) as
+  // is, in its order, also when layers are excluded (amd-quark 0.13 on the
+  // demo model with the MLP excluded lists gate/up/down all the same).
   EXPECT_EQ(a["inside_layer_modules"],
-            nlohmann::json::array({"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"}));
+            nlohmann::json::array({"self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj",
+                                   "mlp.up_proj", "mlp.gate_proj", "mlp.down_proj"}));
   EXPECT_EQ(a.size(), 7u);
 
   // Tensor order in the file: by layer.
