@@ -61,7 +61,9 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
                  "PATTERN SCHEME: a different scheme for matching layers (repeatable)");
   sub.add_option(flag_names("exclude_layers"), o.exclude_layers,
                  "layer patterns kept in the source dtype (in addition to the model's defaults)");
-  sub.add_option(flag_names("quant_algo"), o.quant_algo, "calibrated algorithm(s), comma-separated: gptq, gptaq, qronos, awq, smoothquant");
+  sub.add_option(flag_names("quant_algo"), o.quant_algo,
+                 "algorithm(s), comma-separated, run in order: gptq, gptaq, qronos, awq, smoothquant, rotation "
+                 "(first: rotation,gptq)");
   sub.add_option(flag_names("quant_algo_config_file"), o.algo_config_files,
                  "ALGO FILE: a JSON config in Quark's form for one --quant_algo algorithm (repeatable), e.g. "
                  "gptq f.json with {\"name\": \"gptq\", \"damp_percent\": 0.05, \"desc_act\": false, "
