@@ -127,7 +127,7 @@ TEST(AwqStageConfig, EntriesMustNameGroupsOfTheModel) {
 }
 
 TEST(AlgorithmRegistry, AwqAndSmoothQuantAreImplemented) {
-  EXPECT_EQ(implemented_algorithms(), (std::vector<std::string>{"awq", "gptq", "smoothquant"}));
+  EXPECT_EQ(implemented_algorithms(), (std::vector<std::string>{"awq", "gptq", "smoothquant", "rotation"}));
   EXPECT_EQ(make_algorithm_stage("awq", nullptr, "llama")->name(), "awq");
   EXPECT_EQ(make_algorithm_stage("smoothquant", nullptr, "llama")->name(), "smoothquant");
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("awq", {{"n_grid", -1}}, "llama"); }).kind(),

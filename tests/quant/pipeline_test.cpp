@@ -266,7 +266,8 @@ TEST(AlgorithmRegistry, NamesAndRefusals) {
   EXPECT_EQ(split_quant_algo("smoothquant, gptq"), (std::vector<std::string>{"smoothquant", "gptq"}));
   EXPECT_THROW(split_quant_algo("gptq,,awq"), Error);
   EXPECT_THROW(split_quant_algo("gptq,gptq"), Error);
-  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("rotation", nullptr, "llama"); }).kind(),
+  EXPECT_EQ(make_algorithm_stage("rotation", nullptr, "llama")->name(), "rotation");
+  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("rotation", {{"r4", true}}, "llama"); }).kind(),
             ErrorKind::kUnsupported);
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("gtpq", nullptr, "llama"); }).kind(), ErrorKind::kUsage);
   EXPECT_EQ(make_algorithm_stage("gptq", nullptr, "llama")->name(), "gptq");
