@@ -157,6 +157,7 @@ ScratchDir::ScratchDir(const std::string& prefix, fs::path parent) {
   static std::atomic<uint64_t> counter{0};
   if (parent.empty()) parent = fs::temp_directory_path();
   std::error_code ec;
+  fs::create_directories(parent, ec);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     fs::path p = parent / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     if (fs::create_directory(p, ec)) {
