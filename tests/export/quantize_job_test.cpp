@@ -9,7 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include "qloom/core/convert.h"
+
 #include "qloom/core/error.h"
+#include "qloom/io/model_dir.h"
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/weight_index.h"
 #include "support/expect_error.h"
@@ -70,11 +73,37 @@ TEST(QuantizeJob, RefusesWhatItCannotDoYet) {
   auto o = demo_options(tmp.path() / "q", "int4_wo_128");
   o.quant_algo = "autosmoothquant";  // a Quark algorithm without a qloom stage
   EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--quant_algo");
+  o.quant_algo = "gptq,rotation";  // rotation rotates the float model: it must come first
+  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--quant_algo");
   o = demo_options(tmp.path() / "q", "int4_wo_128x");
   const Error e = test::catch_error([&] { quantize_model(o); });
   EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   EXPECT_NE(e.remedy().find("int4_wo_128"), std::string::npos) << e.remedy();
   EXPECT_FALSE(fs::exists(tmp.path() / "q"));
+}
+
+// --quant_algo rotation: the rotated model is quantized (no scratch
+// directory left behind), the tied lm_head is written, the norms are ones
+// and algo_config lists rotation first (then the per-layer stages).
+TEST(QuantizeJob, RotationRunsBeforeTheStages) {
+  test::TempDir tmp;
+  auto o = demo_options(tmp.path() / "q", "int4_wo_32");
+  o.quant_algo = "rotation,gptq";
+  o.num_calib_data = 4;
+  o.seq_len = 32;
+  (void)quantize_model(o);
+  const io::ModelDir q = io::ModelDir::open(o.output_dir);
+  const auto& algos = q.config()["quantization_config"]["algo_config"];
+  ASSERT_EQ(algos.size(), 2u);
+  EXPECT_EQ(algos[0]["name"], "rotation");
+  EXPECT_EQ(algos[1]["name"], "gptq");
+  EXPECT_NE(q.weights().find("lm_head.weight"), nullptr);
+  const io::TensorView n = q.weights().view("model.layers.1.post_attention_layernorm.weight");
+  std::vector<float> f(n.numel());
+  to_f32(n.dtype(), n.data.data(), f.data(), f.size());
+  for (float v : f) EXPECT_EQ(v, 1.0f);
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    EXPECT_EQ(e.path().filename().string().find(".qloom-rotated"), std::string::npos) << e.path();
 }
 
 TEST(QuantizeJob, UnsupportedShapesNameLayersUnlessExcluded) {

@@ -268,6 +268,9 @@ TEST(AlgorithmRegistry, NamesAndRefusals) {
   EXPECT_THROW(split_quant_algo("gptq,gptq"), Error);
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("autosmoothquant", nullptr, "llama"); }).kind(),
             ErrorKind::kUnsupported);
+  EXPECT_EQ(make_algorithm_stage("rotation", nullptr, "llama")->name(), "rotation");
+  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("rotation", {{"r4", true}}, "llama"); }).kind(),
+            ErrorKind::kUnsupported);
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("gtpq", nullptr, "llama"); }).kind(), ErrorKind::kUsage);
   EXPECT_EQ(make_algorithm_stage("gptq", nullptr, "llama")->name(), "gptq");
 }

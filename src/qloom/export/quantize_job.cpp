@@ -94,8 +94,7 @@ struct RotatedSource {
 };
 
 RotatedSource rotate_source(const QuantizeOptions& o, const io::ModelDir& src, const quant::RotationStage& stage,
-                            QuantizeSummary& sum) {
-  const auto t0 = Clock::now();
+                            std::vector<std::string>& notes) {
   quant::ModelRotation rotation(src, stage.config());
   RotatedSource r;
   std::filesystem::path parent = std::filesystem::absolute(o.output_dir).parent_path();
@@ -104,13 +103,11 @@ RotatedSource rotate_source(const QuantizeOptions& o, const io::ModelDir& src, c
   quant::write_rotated_model(rotation, dir, o.threads);
   r.dir = std::make_unique<io::ModelDir>(io::ModelDir::open(dir, /*open_weights=*/true));
   if (src.config().value("tie_word_embeddings", false) && src.weights().find("lm_head.weight") == nullptr)
-    sum.warnings.push_back(
+    notes.push_back(
         "rotation untied lm_head from embed_tokens (lm_head.weight is written; config.json keeps "
         "tie_word_embeddings: true, as Quark writes it): transformers >= 5 and qloom load the checkpoint's "
         "lm_head, runtimes that honour the tie (vLLM's llama) would use the rotated embedding as lm_head and "
         "lose the final norm's weight");
-  sum.warnings.push_back("rotation: " + std::to_string(rotation.ops().size()) + " tensors rotated in " +
-                         std::to_string(std::chrono::duration<double>(Clock::now() - t0).count()) + " s");
   return r;
 }
 
@@ -129,15 +126,19 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
       build_algorithm_stages(o, source.model_type(), &config_files);
   const std::unique_ptr<quant::RotationStage> rotation = take_rotation(stages);
   check_supported(o);
-  (void)select_modules(o, source, sum);  // refuses bad scheme / layer options before the rotation's work
-  sum = QuantizeSummary{};
+  {
+    QuantizeSummary precheck;  // refuses bad scheme / layer options before the rotation's work
+    (void)select_modules(o, source, precheck);
+  }
   RotatedSource rotated;
-  if (rotation) rotated = rotate_source(o, source, *rotation, sum);
+  std::vector<std::string> rotation_notes;
+  if (rotation) rotated = rotate_source(o, source, *rotation, rotation_notes);
   const io::ModelDir& src = rotated.dir ? *rotated.dir : source;
   QuantizeOptions rotated_options = o;
   if (rotated.dir) rotated_options.model_dir = src.path();
   // 2. Which linear gets which spec.
   JobPlan plan = select_modules(o, src, sum);
+  sum.warnings.insert(sum.warnings.end(), rotation_notes.begin(), rotation_notes.end());
   for (const auto& f : config_files) sum.algo_config_files.push_back({f.algo, f.path.string(), f.sha256});
   if (!stages.empty())
     for (const auto& [module, spec] : plan.modules)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <system_error>
 
 #include "qloom/core/convert.h"
@@ -83,48 +84,95 @@ void rotate_out(std::vector<double>& w, int64_t rows, int64_t cols, int64_t size
 
 }  // namespace
 
-engine::HostTensor ModelRotation::tensor(const std::string& name, unsigned threads) const {
-  const io::WeightIndex& wi = src_.weights();
-  const io::TensorView v = wi.view(source_of(name));
-  engine::HostTensor out;
-  out.dtype = v.dtype();
-  out.shape.assign(v.shape().begin(), v.shape().end());
-  const auto it = ops_.find(name);
-  if (it == ops_.end()) {
-    out.bytes.resize(v.nbytes());
-    std::memcpy(out.bytes.data(), v.data.data(), v.nbytes());
-    return out;
-  }
-  int64_t rows = 0, cols = 0;
-  dims(v, rows, cols);
-  std::vector<double> w = load_f64(v);
-  ThreadPool pool(threads);
-  for (const RotationOp& op : it->second) {
+namespace {
+
+bool row_local(const std::vector<RotationOp>& ops) {
+  for (const RotationOp& op : ops)
+    if (op.kind == RotationOp::kRotateOut) return false;
+  return true;
+}
+
+// Applies `ops` to w (rows x cols, in place), rounding to `dt` after each.
+// `norms`: the scale columns' norms (by tensor name), as double.
+void apply_ops(const std::vector<RotationOp>& ops, std::vector<double>& w, int64_t rows, int64_t cols, bool vector,
+               DType dt, const std::map<std::string, std::vector<double>>& norms, ThreadPool& pool,
+               const std::string& name) {
+  for (const RotationOp& op : ops) {
     switch (op.kind) {
       case RotationOp::kOnes: std::fill(w.begin(), w.end(), 1.0); break;
       case RotationOp::kScaleColumns: {
-        const io::TensorView nv = wi.view(op.norm);
-        if (nv.numel() != static_cast<uint64_t>(cols))
-          throw Error(ErrorKind::kInvalidInput, "", name,
-                      "has " + std::to_string(cols) + " input channels, its norm " + op.norm + " " +
-                          std::to_string(nv.numel()),
-                      "check scaling_layers");
-        const std::vector<double> g = load_f64(nv);
+        const std::vector<double>& g = norms.at(op.norm);
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < cols; ++c) w[static_cast<size_t>(r * cols + c)] *= g[static_cast<size_t>(c)];
         break;
       }
       case RotationOp::kRotateIn: rotate_in(w, rows, cols, op.size, pool, name); break;
       case RotationOp::kRotateOut:
-        if (v.shape().size() == 1) rotate_in(w, 1, cols, op.size, pool, name);  // a bias: b <- b R
+        if (vector) rotate_in(w, 1, cols, op.size, pool, name);  // a bias: b <- b R
         else rotate_out(w, rows, cols, op.size, pool, name);
         break;
     }
-    for (double& x : w) x = round_to(out.dtype, x);
+    for (double& x : w) x = round_to(dt, x);
   }
-  std::vector<float> f(w.begin(), w.end());
+}
+
+}  // namespace
+
+engine::HostTensor ModelRotation::tensor(const std::string& name, unsigned threads) const {
+  const io::WeightIndex& wi = src_.weights();
+  const io::TensorView v = wi.view(source_of(name));
+  engine::HostTensor out;
+  out.dtype = v.dtype();
+  out.shape.assign(v.shape().begin(), v.shape().end());
   out.bytes.resize(v.nbytes());
-  from_f32(out.dtype, f.data(), out.bytes.data(), f.size());
+  const auto it = ops_.find(name);
+  if (it == ops_.end()) {
+    std::memcpy(out.bytes.data(), v.data.data(), v.nbytes());
+    return out;
+  }
+  int64_t rows = 0, cols = 0;
+  dims(v, rows, cols);
+  std::map<std::string, std::vector<double>> norms;
+  for (const RotationOp& op : it->second) {
+    if (op.kind != RotationOp::kScaleColumns || norms.count(op.norm)) continue;
+    const io::TensorView nv = wi.view(op.norm);
+    if (nv.numel() != static_cast<uint64_t>(cols))
+      throw Error(ErrorKind::kInvalidInput, "", name,
+                  "has " + std::to_string(cols) + " input channels, its norm " + op.norm + " " +
+                      std::to_string(nv.numel()),
+                  "check scaling_layers");
+    norms[op.norm] = load_f64(nv);
+  }
+  const bool vector = v.shape().size() == 1;
+  ThreadPool pool(threads);
+  if (!row_local(it->second)) {  // column steps: the whole tensor at once
+    std::vector<double> w = load_f64(v);
+    apply_ops(it->second, w, rows, cols, vector, out.dtype, norms, pool, name);
+    std::vector<float> f(w.begin(), w.end());
+    from_f32(out.dtype, f.data(), out.bytes.data(), f.size());
+    return out;
+  }
+  // Row-local steps (norm folding, input rotation): blocks of rows, so an
+  // embedding never needs a double copy of itself. Rows are independent, so
+  // the blocking does not change a bit.
+  const size_t elem = v.nbytes() / v.numel();
+  constexpr int64_t kRows = 256;
+  const int64_t blocks = (rows + kRows - 1) / kRows;
+  pool.parallel_for(blocks, [&](int64_t b, int64_t e) {
+    ThreadPool inline_pool(1);
+    std::vector<float> f;
+    std::vector<double> w;
+    for (int64_t blk = b; blk < e; ++blk) {
+      const int64_t r0 = blk * kRows, n = std::min(kRows, rows - r0);
+      const size_t count = static_cast<size_t>(n * cols), offset = static_cast<size_t>(r0 * cols) * elem;
+      f.resize(count);
+      to_f32(v.dtype(), v.data.data() + offset, f.data(), count);
+      w.assign(f.begin(), f.end());
+      apply_ops(it->second, w, n, cols, vector, out.dtype, norms, inline_pool, name);
+      f.assign(w.begin(), w.end());
+      from_f32(out.dtype, f.data(), out.bytes.data() + offset, count);
+    }
+  });
   return out;
 }
 
@@ -157,6 +205,7 @@ ScratchDir::ScratchDir(const std::string& prefix, fs::path parent) {
   static std::atomic<uint64_t> counter{0};
   if (parent.empty()) parent = fs::temp_directory_path();
   std::error_code ec;
+  fs::create_directories(parent, ec);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     fs::path p = parent / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     if (fs::create_directory(p, ec)) {
