@@ -100,7 +100,7 @@ const std::vector<Row>& table() {
       {.prompt = "mxfp4_mxfp6_e2m3 for Qwen/Qwen2.5-0.5B", .scheme = "mxfp4_mxfp6_e2m3"},
       {.prompt = "quantize Qwen/Qwen2.5-0.5B to NVFP4", .scheme = "nvfp4", .kv = ""},
       {.prompt = "quantize Qwen/Qwen2.5-0.5B to fp4_block16_scale_e4m3", .scheme = "nvfp4", .note = "legacy name"},
-      {.prompt = "AMD FP4 is amdfp4 for Qwen/Qwen2.5-0.5B", .scheme = "amdfp4"},
+      {.prompt = "amdfp4 for Qwen/Qwen2.5-0.5B", .scheme = "amdfp4"},
       {.prompt = "amdfp4 group size 32 for Qwen/Qwen2.5-0.5B", .scheme = "amdfp4_g32"},
       {.prompt = "amdfp4 with global scale g32 for Qwen/Qwen2.5-0.5B", .scheme = "amdfp4_global32"},
       {.prompt = "amdfp4 g64 for Qwen/Qwen2.5-0.5B", .scheme = "", .ask = {"quant_scheme"}},

@@ -89,7 +89,10 @@ TEST(QuantPlan, Int4G128DoesNotFitTheDemoModel) {
   EXPECT_EQ(sc["fits"], false);
   EXPECT_EQ(sc["modules_checked"], 35);
   EXPECT_EQ(sc["modules_not_fitting"], 35);  // hidden 64 and intermediate 172 < 128
-  EXPECT_EQ(sc["fitting_schemes"], json({"int8", "fp8", "ptpc_fp8"}));
+  // The fp4 block schemes pack along in_features only (fp4_block_tensors.h),
+  // so 172 output rows fit them.
+  EXPECT_EQ(sc["fitting_schemes"], json({"int8", "fp8", "ptpc_fp8", "nvfp4", "fp4_block16_scale_e4m3",
+                                         "amdfp4_global16", "amdfp4_global32"}));
   ASSERT_FALSE(sc["problems"].empty());
   EXPECT_EQ(sc["problems"][0]["pattern"], "model.layers.*.self_attn.q_proj");
   EXPECT_EQ(sc["problems"][0]["count"], 5);
@@ -101,7 +104,7 @@ TEST(QuantPlan, Int4G128DoesNotFitTheDemoModel) {
   ASSERT_EQ(question_fields(p), std::vector<std::string>{"quant_scheme"});
   const std::string q = p["open_questions"][0]["question"];
   EXPECT_NE(q.find("int4_wo_128 does not fit 35 of the 35 linear layers"), std::string::npos) << q;
-  EXPECT_NE(q.find("(int8, fp8, ptpc_fp8)"), std::string::npos) << q;
+  EXPECT_NE(q.find("(int8, fp8, ptpc_fp8, nvfp4"), std::string::npos) << q;
   EXPECT_EQ(p["requires_confirmation"], true);
   EXPECT_EQ(p["needs_calibration"], false);
   EXPECT_NE(decision(p, "calibration_dataset")["reason"].get<std::string>().find("not used"), std::string::npos);

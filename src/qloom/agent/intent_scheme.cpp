@@ -256,7 +256,7 @@ bool read_scheme(const ParseState& st, size_t i, SchemeMention& m, std::string_v
         used = 1;
       } else if (m.family == "amdfp4" && (n == "global" || n == "global_scale")) {
         mods.global = true;
-        used = 1;
+        used = n == "global" && (st.is(j + 1, "scale") || st.is(j + 1, "scales")) ? 2 : 1;
       } else if (m.family == "amdfp4" && (used = read_group(st, j, group)) > 0) {
         mods.group = group;
         mods.group_stated = true;
