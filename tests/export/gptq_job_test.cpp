@@ -112,7 +112,7 @@ TEST(GptqJob, StaticActivationAndKvScalesFromTheSamePass) {
 TEST(GptqJob, RefusesUnknownAndUnimplementedAlgorithms) {
   test::TempDir tmp;
   auto o = gptq_options(tmp.path() / "g", "int4_wo_64");
-  o.quant_algo = "gptq,autosmoothquant";
+  o.quant_algo = "gptq,autoround";
   EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUnsupported);
   o.quant_algo = "gtpq";
   EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUsage);

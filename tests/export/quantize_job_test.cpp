@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(WeightSchemes, QuarkBytes,
 TEST(QuantizeJob, RefusesWhatItCannotDoYet) {
   test::TempDir tmp;
   auto o = demo_options(tmp.path() / "q", "int4_wo_128");
-  o.quant_algo = "autosmoothquant";  // a Quark algorithm without a qloom stage
+  o.quant_algo = "autoround";  // a Quark algorithm without a qloom stage
   EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--quant_algo");
   o.quant_algo = "gptq,rotation";  // rotation rotates the float model: it must come first
   EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--quant_algo");

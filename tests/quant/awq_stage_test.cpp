@@ -130,12 +130,13 @@ TEST(AwqStageConfig, EntriesMustNameGroupsOfTheModel) {
 
 TEST(AlgorithmRegistry, AwqAndSmoothQuantAreImplemented) {
   const auto impl = implemented_algorithms();
-  for (const char* a : {"awq", "gptq", "smoothquant", "rotation", "gptaq", "qronos"}) EXPECT_NE(std::find(impl.begin(), impl.end(), a), impl.end()) << a;
+  for (const char* a : {"awq", "gptq", "smoothquant", "rotation", "gptaq", "qronos", "autosmoothquant"}) EXPECT_NE(std::find(impl.begin(), impl.end(), a), impl.end()) << a;
   EXPECT_EQ(make_algorithm_stage("awq", nullptr, "llama")->name(), "awq");
   EXPECT_EQ(make_algorithm_stage("smoothquant", nullptr, "llama")->name(), "smoothquant");
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("awq", {{"n_grid", -1}}, "llama"); }).kind(),
             ErrorKind::kUsage);
-  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("autosmoothquant", nullptr, "llama"); }).kind(),
+  EXPECT_EQ(make_algorithm_stage("autosmoothquant", nullptr, "llama")->name(), "autosmoothquant");
+  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("autoround", nullptr, "llama"); }).kind(),
             ErrorKind::kUnsupported);
 }
 

@@ -224,9 +224,14 @@ TEST(VariantConfigs, StrictKeysAndQuarksDicts) {
   const nlohmann::ordered_json qj = qs->algo_config();
   EXPECT_EQ(keys(qj), (std::vector<std::string>{"inside_layer_modules", "model_decoder_layers", "name", "block_size",
                                                 "desc_act", "static_groups", "alpha", "beta"}));
-  EXPECT_EQ(qj.dump(), R"({"inside_layer_modules":[],"model_decoder_layers":"model.layers","name":"qronos",)"
+  // Quark's QRONOS_MAP["llama"] order (k, v, q, o, up, gate, down) when the config names none.
+  EXPECT_EQ(qj.dump(), R"({"inside_layer_modules":["self_attn.k_proj","self_attn.v_proj","self_attn.q_proj",)"
+                       R"("self_attn.o_proj","mlp.up_proj","mlp.gate_proj","mlp.down_proj"],)"
+                       R"("model_decoder_layers":"model.layers","name":"qronos",)"
                        R"("block_size":128,"desc_act":true,"static_groups":true,"alpha":0.001,"beta":100.0})");
   EXPECT_TRUE(qs->wants_float_stream());
+  EXPECT_EQ(make_algorithm_stage("gptaq", nullptr, "gemma2")->algo_config()["inside_layer_modules"],
+            nlohmann::json::array());  // no GPTAQ_MAP entry: the linears run, filled in as they are seen
   const auto impl = implemented_algorithms();
   EXPECT_NE(std::find(impl.begin(), impl.end(), "gptaq"), impl.end());
   EXPECT_NE(std::find(impl.begin(), impl.end(), "qronos"), impl.end());

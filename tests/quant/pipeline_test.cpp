@@ -266,7 +266,7 @@ TEST(AlgorithmRegistry, NamesAndRefusals) {
   EXPECT_EQ(split_quant_algo("smoothquant, gptq"), (std::vector<std::string>{"smoothquant", "gptq"}));
   EXPECT_THROW(split_quant_algo("gptq,,awq"), Error);
   EXPECT_THROW(split_quant_algo("gptq,gptq"), Error);
-  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("autosmoothquant", nullptr, "llama"); }).kind(),
+  EXPECT_EQ(test::catch_error([] { make_algorithm_stage("twobitscalar", nullptr, "llama"); }).kind(),
             ErrorKind::kUnsupported);
   EXPECT_EQ(make_algorithm_stage("rotation", nullptr, "llama")->name(), "rotation");
   EXPECT_EQ(test::catch_error([] { make_algorithm_stage("rotation", {{"r4", true}}, "llama"); }).kind(),

@@ -104,7 +104,8 @@ inline std::map<std::string, QuantSpec> every_linear(const std::filesystem::path
 // captured tensors over `src`.
 inline StageRun run_stages(const std::filesystem::path& model_dir, const engine::WeightSource& src,
                            const CalibrationData& data, std::vector<std::unique_ptr<AlgorithmStage>> stages,
-                           const std::map<std::string, QuantSpec>& specs) {
+                           const std::map<std::string, QuantSpec>& specs,
+                           const std::map<std::string, QuantSpec>& input_specs = {}) {
   StageRun out;
   out.folded = std::make_unique<WeightOverlay>(src);
   const size_t tested = stages.size();
@@ -113,6 +114,7 @@ inline StageRun run_stages(const std::filesystem::path& model_dir, const engine:
   pr.model_dir = model_dir;
   pr.weights = &src;
   pr.weight_specs = specs;
+  pr.input_specs = input_specs;
   pr.model_dtype = DType::kF32;
   pr.threads = 2;
   CalibrationPipeline pipe(std::move(pr), data, std::move(stages));

@@ -14,7 +14,7 @@
 // tensor's dtype and shape, the bytes of every tracked tensor that is not a
 // calibrated activation scale (RTN weights, weight scales, zero points).
 // What is held to a bound: calibrated scales (input / output /
-// prob_output_scale) within kScaleUlps bf16 ulps of Quark's (qloom computes
+// prob_output_scale, nvfp4's input_scale_2) within kScaleUlps bf16 ulps of Quark's (qloom computes
 // the calibration forward in fp32, or with --data_type bfloat16 rounds some
 // of it to bf16; torch rounds every op: see quant/bf16_calibration.h); the
 // bytes of weights an algorithm (GPTQ) produced, which follow its float
@@ -45,7 +45,7 @@ using nlohmann::json;
 constexpr size_t kScaleUlps = 8;
 
 bool is_calibrated_scale(const std::string& name) {
-  for (const char* s : {".input_scale", ".output_scale", ".prob_output_scale"})
+  for (const char* s : {".input_scale", ".input_scale_2", ".output_scale", ".prob_output_scale"})
     if (name.size() > std::strlen(s) && name.compare(name.size() - std::strlen(s), std::strlen(s), s) == 0) return true;
   return false;
 }

@@ -333,11 +333,11 @@ nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& 
       risks.push_back({"algorithm_scheme_mismatch", "medium",
                        a + " is designed for int4 / uint4 weight-only schemes; with " + scheme + " it may not help",
                        "use int4_wo_* / uint4_wo_*, or drop the algorithm"});
-    if (a == "smoothquant" && global && !global->linear.input)
+    if ((a == "smoothquant" || a == "autosmoothquant") && global && !global->linear.input)
       risks.push_back({"algorithm_scheme_mismatch", "medium",
-                       "smoothquant moves activation outliers into weights; " + scheme +
+                       a + " moves activation outliers into weights; " + scheme +
                            " does not quantize activations, so it cannot help",
-                       "use fp8 / int8, or drop smoothquant"});
+                       "use fp8 / int8, or drop " + a});
   }
 
   if (calib && in.num_calib_data.value == 0)

@@ -23,6 +23,7 @@ using quant::QScheme;
 
 constexpr double kIoBytesPerSecond = 1024.0 * 1024.0 * 1024.0;  // weights read + written
 constexpr int kAwqGrid = 20;
+constexpr int kAutoSmoothGrid = 10 + 1;  // grid points + the reference pass
 constexpr int kGptqStages = 4;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
@@ -312,7 +313,8 @@ nlohmann::ordered_json estimate_resources(const nlohmann::json& analysis, const 
   double passes = 0;
   if (calibrated) {
     passes = 1;
-    for (const auto& a : algos) passes += a == "gptq" ? kGptqStages : a == "awq" ? kAwqGrid : 1;
+    for (const auto& a : algos)
+      passes += a == "gptq" ? kGptqStages : a == "awq" ? kAwqGrid : a == "autosmoothquant" ? kAutoSmoothGrid : 1;
   }
   const double pass_flops =
       2.0 * active_linear * double(tokens) + 2.0 * double(tokens) * double(req.seq_len) * double(heads * head_dim * layers);

@@ -9,6 +9,7 @@
 #include "qloom/core/float_codec.h"
 #include "qloom/core/format.h"
 #include "qloom/core/int4_pack.h"
+#include "qloom/export/tensor_lookup.h"
 #include "qloom/quant/fp4_block.h"
 
 namespace qloom::exporter {
@@ -47,26 +48,6 @@ uint8_t scale_code(const std::optional<QuantSpec>& second, float v) {
 }
 float scale_value(const std::optional<QuantSpec>& second, uint8_t c) {
   return second ? quant::scale_stage_value(*second, c) : e5m3_to_float(c);
-}
-
-io::TensorView need(const TensorLookup& lookup, const std::string& name) {
-  auto v = lookup(name);
-  if (!v)
-    throw Error(ErrorKind::kNotFound, "", name, "tensor not found in the checkpoint",
-                "the checkpoint is incomplete or was not written with this scheme");
-  return *v;
-}
-
-[[noreturn]] void layout_error(const std::string& name, const std::string& msg) {
-  throw Error(ErrorKind::kInvalidInput, "", name, msg,
-              "the tensor does not have the layout Quark's hf_format export gives this scheme");
-}
-
-void expect(const io::TensorView& v, DType dt, const std::vector<uint64_t>& shape) {
-  if (v.dtype() != dt)
-    layout_error(v.name(), "expected dtype " + std::string(dtype_name(dt)) + ", got " + std::string(dtype_name(v.dtype())));
-  if (v.shape() != shape)
-    layout_error(v.name(), "expected shape " + format_shape(shape) + ", got " + format_shape(v.shape()));
 }
 
 }  // namespace
@@ -137,26 +118,26 @@ std::vector<ExportedTensor> pack_fp4_block_weight(const std::string& module, con
 std::optional<float> unpack_global_scale(const std::string& name, const TensorLookup& lookup) {
   auto v = lookup(name);
   if (!v) return std::nullopt;
-  if (v->numel() != 1) layout_error(name, "expected a scalar, got shape " + format_shape(v->shape()));
+  if (v->numel() != 1) tensor_layout_error(name, "expected a scalar, got shape " + format_shape(v->shape()));
   float s = 0.0f;
   switch (v->dtype()) {
     case DType::kF32: std::memcpy(&s, v->data.data(), 4); break;
     case DType::kBF16: s = bf16_to_float(static_cast<uint16_t>(static_cast<uint8_t>(v->data[0]) |
                                                                  (static_cast<uint8_t>(v->data[1]) << 8))); break;
-    default: layout_error(name, "expected an F32 (or BF16) scalar, got " + std::string(dtype_name(v->dtype())));
+    default: tensor_layout_error(name, "expected an F32 (or BF16) scalar, got " + std::string(dtype_name(v->dtype())));
   }
-  if (!(s > 0.0f) || !std::isfinite(s)) layout_error(name, "the global scale " + std::to_string(s) + " is not positive and finite");
+  if (!(s > 0.0f) || !std::isfinite(s)) tensor_layout_error(name, "the global scale " + std::to_string(s) + " is not positive and finite");
   return s;
 }
 
 QuantizedTensor unpack_fp4_block_weight(const std::string& module, const QuantSpec& first,
                                         const std::optional<QuantSpec>& second, const TensorLookup& lookup) {
-  const io::TensorView wv = need(lookup, module + ".weight");
-  const io::TensorView sv = need(lookup, module + ".weight_scale");
-  if (wv.shape().size() != 2) layout_error(wv.name(), "expected a 2-D tensor, got " + format_shape(wv.shape()));
+  const io::TensorView wv = need_tensor(lookup, module + ".weight");
+  const io::TensorView sv = need_tensor(lookup, module + ".weight_scale");
+  if (wv.shape().size() != 2) tensor_layout_error(wv.name(), "expected a 2-D tensor, got " + format_shape(wv.shape()));
   const Layout L = layout(module, {wv.shape()[0], wv.shape()[1] * 2}, first, second);
-  expect(wv, DType::kU8, {L.out, L.in / 2});
-  expect(sv, L.scale_dtype, {L.out, L.in / static_cast<uint64_t>(first.group_size)});
+  expect_tensor_layout(wv, DType::kU8, {L.out, L.in / 2});
+  expect_tensor_layout(sv, L.scale_dtype, {L.out, L.in / static_cast<uint64_t>(first.group_size)});
   QuantizedTensor qt;
   qt.spec = first;
   qt.shape = {L.out, L.in};
@@ -167,7 +148,7 @@ QuantizedTensor unpack_fp4_block_weight(const std::string& module, const QuantSp
   for (uint64_t i = 0; i < L.groups; ++i) {
     const uint8_t c = static_cast<uint8_t>(sv.data[i]);
     qt.scales[i] = scale_value(second, c);
-    if (std::isnan(qt.scales[i])) layout_error(sv.name(), "scale #" + std::to_string(i) + " is NaN");
+    if (std::isnan(qt.scales[i])) tensor_layout_error(sv.name(), "scale #" + std::to_string(i) + " is NaN");
   }
   if (second) {
     const auto g = unpack_global_scale(module + ".weight_scale_2", lookup);

@@ -164,8 +164,8 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
   bool pipelined = false;
   ex.plan(plan_tensors(src, plan, !stages.empty(), pipelined));
   // 7. Every tensor, quantized (RTN or the pipeline's algorithm) or copied.
-  TensorStream stream(rotated.dir ? rotated_options : o, src, ex, pipelined, std::move(stages), plan.config, sum,
-                      calib_progress);
+  TensorStream stream(rotated.dir ? rotated_options : o, src, ex, pipelined, plan.modules, std::move(stages),
+                      plan.config, sum, calib_progress);
   stream.write_all(progress);
   if (rotation) {  // Quark lists the algorithms in the order they ran: rotation first
     nlohmann::ordered_json algos = nlohmann::ordered_json::array({rotation->algo_config()});

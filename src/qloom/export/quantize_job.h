@@ -57,8 +57,9 @@ struct QuantizeOptions {
   // listed as scaling_layers in algo_config. "gptaq" / "qronos"
   // (quant/gptaq_stage.h, quant/qronos_stage.h): GPTQ variants fitted to the
   // float model's layer inputs as well (the pipeline carries both streams).
-  // Names without a stage yet (autosmoothquant, rotation) are refused
-  // (kUnsupported).
+  // "autosmoothquant" (quant/autosmoothquant_stage.h) and "rotation"
+  // (quant/rotation_stage.h, first) too. Quark names without a qloom stage
+  // (autoround, twobitscalar) are refused (kUnsupported).
   std::string quant_algo;
   // Per --quant_algo name, the algorithm's config as a JSON object in Quark's
   // form, overriding its per-model defaults key by key (e.g. "smoothquant" ->

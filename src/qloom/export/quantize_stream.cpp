@@ -177,6 +177,7 @@ void sort_by_layer(std::vector<PlannedTensor>& plan) {
 }
 
 TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, QuarkExporter& ex, bool pipelined,
+                           const std::map<std::string, quant::LayerQuantSpec>& modules,
                            std::vector<std::unique_ptr<quant::AlgorithmStage>> stages, QuarkConfigInput& config,
                            QuantizeSummary& sum, const CalibrationProgressFn& calib_progress)
     : o_(o), src_(src), ex_(ex), config_(config), sum_(sum), model_dtype_(ex.model_dtype()),
@@ -200,8 +201,11 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
     // fp4 block weights (two-stage global scales over sibling linears) are
     // quantized by write_weight; RTN calibration runs on the float layer.
     if (p.kind == PlannedKind::kQuantizedWeight && layer_key(p) >= 0 && layer_key(p) != INT64_MAX &&
-        !Fp4BlockWeights::handles(p))
+        !Fp4BlockWeights::handles(p)) {
       pr.weight_specs[p.module] = p.spec;
+      if (const auto m = modules.find(p.module); m != modules.end() && m->second.input)
+        pr.input_specs[p.module] = *m->second.input;
+    }
     if (p.kind == PlannedKind::kActivation)
       (p.role == ActivationRole::kInput    ? pr.observe_inputs
        : p.role == ActivationRole::kOutput ? pr.observe_outputs

@@ -43,8 +43,10 @@ class TensorStream {
  public:
   // `ex` has its plan. With `pipelined` the calibration pipeline runs
   // (`stages` may be empty: static scales only); its results fill `sum` and
-  // `config.algo_config` when it ends.
+  // `config.algo_config` when it ends. `modules`: the job's quantized
+  // modules (JobPlan::modules), whose input specs the stages see.
   TensorStream(const QuantizeOptions& o, const io::ModelDir& src, QuarkExporter& ex, bool pipelined,
+               const std::map<std::string, quant::LayerQuantSpec>& modules,
                std::vector<std::unique_ptr<quant::AlgorithmStage>> stages, QuarkConfigInput& config,
                QuantizeSummary& sum, const CalibrationProgressFn& calib_progress);
   ~TensorStream();

@@ -66,6 +66,7 @@
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/io/safetensors_writer.h"
+#include "qloom/export/tensor_lookup.h"
 #include "qloom/quant/quant_spec.h"
 #include "qloom/quant/quantized_tensor.h"
 
@@ -148,8 +149,6 @@ std::vector<ExportedTensor> pack_activation_qparams(const std::string& module, A
                                                     const quant::QuantSpec& spec, float scale,
                                                     int32_t zero_point, DType model_dtype);
 
-// Looks up a tensor of the checkpoint by full name; nullopt when absent.
-using TensorLookup = std::function<std::optional<io::TensorView>(const std::string&)>;
 // The lookup over a checkpoint's weights; `index` must outlive it.
 TensorLookup index_lookup(const io::WeightIndex& index);
 // The packing order a checkpoint's quantization_config says it used

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/autosmoothquant_stage.h"
 #include "qloom/quant/awq_stage.h"
 #include "qloom/quant/gptaq_stage.h"
 #include "qloom/quant/gptq_stage.h"
@@ -16,8 +17,8 @@ namespace {
 // Quark's algorithm names (quark/torch/quantization/config/algo_configs.py,
 // ALGORITHM_CONFIG_MAPS, amd-quark 0.13).
 const std::vector<std::string>& quark_algorithms() {
-  static const std::vector<std::string> names = {"awq",         "gptq",           "gptaq",   "qronos",
-                                                 "smoothquant", "autosmoothquant", "rotation"};
+  static const std::vector<std::string> names = {"awq",      "gptq",      "gptaq",       "qronos",      "smoothquant",
+                                                 "autosmoothquant", "rotation", "autoround", "twobitscalar"};
   return names;
 }
 
@@ -30,7 +31,7 @@ std::string implemented_list() {
 }  // namespace
 
 std::vector<std::string> implemented_algorithms() {
-  return {"awq", "gptq", "gptaq", "qronos", "smoothquant", "rotation"};
+  return {"awq", "gptq", "gptaq", "qronos", "smoothquant", "autosmoothquant", "rotation"};
 }
 
 std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, const nlohmann::json& config,
@@ -42,9 +43,19 @@ std::unique_ptr<AlgorithmStage> make_algorithm_stage(const std::string& name, co
   }
   if (name == "awq") return make_awq_stage(AwqStageConfig::from_json(config));
   if (name == "smoothquant") return make_smoothquant_stage(SmoothQuantStageConfig::from_json(config, model_type));
+  if (name == "autosmoothquant")
+    return make_autosmoothquant_stage(AutoSmoothQuantStageConfig::from_json(config, model_type));
   if (name == "rotation") return make_rotation_stage(RotationConfig::from_json(config, model_type));
-  if (name == "gptaq") return make_gptaq_stage(GptaqConfig::from_json(config));
-  if (name == "qronos") return make_qronos_stage(QronosConfig::from_json(config));
+  if (name == "gptaq") {
+    GptaqConfig c = GptaqConfig::from_json(config);
+    c.common.template_modules = quark_gptaq_modules(model_type);
+    return make_gptaq_stage(c);
+  }
+  if (name == "qronos") {
+    QronosConfig c = QronosConfig::from_json(config);
+    c.common.template_modules = quark_gptaq_modules(model_type);
+    return make_qronos_stage(c);
+  }
   const auto& known = quark_algorithms();
   if (std::find(known.begin(), known.end(), name) != known.end())
     throw Error(ErrorKind::kUnsupported, "", "--quant_algo",

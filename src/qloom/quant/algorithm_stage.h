@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ struct QuantTarget {
   engine::LayerLinear linear;
   QuantSpec spec;       // its weight spec
   DType scale_dtype;    // quark_scale_dtype(spec, model_dtype)
+  // Its input (activation) spec when the scheme quantizes its input (W8A8,
+  // fp8, int4_fp8...): what a stage that simulates the served activations
+  // while it searches uses (autosmoothquant). Empty: weight-only.
+  std::optional<QuantSpec> input = std::nullopt;
 };
 
 class LayerSession {

@@ -22,28 +22,6 @@ constexpr const char* kPrefix = "algo_config.awq.";
               "clip_n_grid, clip_max_tokens, direct_loss_bytes");
 }
 
-int stage_of(engine::LayerRunner& r, const std::string& module) {
-  for (const engine::LayerLinear& l : r.linears())
-    if (l.name == module) return l.stage;
-  return -1;
-}
-
-engine::LayerPart part_of(engine::LayerRunner& r, const std::string& module) {
-  const int st = stage_of(r, module);
-  return st >= 0 && st <= 1 ? engine::LayerPart::kAttention : engine::LayerPart::kFull;
-}
-
-// True when folding g changes only weights of the feed-forward half (every
-// reader and a producer linear are MLP / MoE linears; a producer norm read
-// only by them is the feed-forward norm), so the attention half's output
-// stays valid.
-bool feed_forward_group(engine::LayerRunner& r, const ScalingGroup& g) {
-  for (const std::vector<std::string>* v : {&g.linears, &g.fold_only})
-    for (const std::string& l : *v)
-      if (stage_of(r, l) < 2) return false;
-  return g.prev_kind == PrevKind::kNorm || stage_of(r, g.prev_op) >= 2;
-}
-
 // A group the layer's search covers, and what its search found.
 struct LayerGroup {
   ScalingGroup g;
@@ -178,7 +156,7 @@ std::vector<LayerGroup> AwqStage::plan(LayerSession& s) {
       unscaled_.note(e, "the inspected block " + g.inspect + " has no single output linear");
       continue;
     }
-    const bool ff = part_of(r, out_module) == engine::LayerPart::kFull && feed_forward_group(r, g);
+    const bool ff = inspect_part(r, out_module) == engine::LayerPart::kFull && feed_forward_group(r, g);
     groups.push_back({g, e, std::move(out_module), ff, {}});
   }
   return groups;
@@ -228,7 +206,7 @@ AwqSampleRun AwqStage::runner_for(LayerSession& s, const LayerGroup& lg) {
     return [this, &s](size_t i, const engine::ForwardHooks& h) {
       s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
     };
-  const engine::LayerPart part = part_of(s.runner(), lg.out_module);
+  const engine::LayerPart part = inspect_part(s.runner(), lg.out_module);
   return [&s, part](size_t i, const engine::ForwardHooks& h) { s.run_sample(i, h, part); };
 }
 

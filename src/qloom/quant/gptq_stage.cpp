@@ -282,6 +282,11 @@ std::vector<std::string> quark_gptq_modules(const std::string& model_type) {
   return {};
 }
 
+std::vector<std::string> quark_gptaq_modules(const std::string& model_type) {
+  if (model_type == "gemma2" || model_type == "gemma3_text") return {};
+  return quark_gptq_modules(model_type);
+}
+
 std::unique_ptr<AlgorithmStage> make_gptq_stage(const GptqConfig& config) {
   return std::make_unique<GptqStage>(config);
 }

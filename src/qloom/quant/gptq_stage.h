@@ -67,5 +67,8 @@ std::unique_ptr<AlgorithmStage> make_gptq_stage(const GptqConfig& config);
 // (quark/torch/quantization/config/algo_configs.py), in Quark's order (llama:
 // k, v, q, o, up, gate, down); empty for a model type without an entry.
 std::vector<std::string> quark_gptq_modules(const std::string& model_type);
+// GPTAQ_MAP / QRONOS_MAP (the same lists): GPTQ's for the model types qloom
+// runs, except gemma2 / gemma3_text, which those maps lack (empty).
+std::vector<std::string> quark_gptaq_modules(const std::string& model_type);
 
 }  // namespace qloom::quant

@@ -69,4 +69,26 @@ std::string inspect_output_module(engine::LayerRunner& runner, const ScalingGrou
   return "";
 }
 
+namespace {
+
+int stage_of(engine::LayerRunner& r, const std::string& module) {
+  for (const engine::LayerLinear& l : r.linears())
+    if (l.name == module) return l.stage;
+  return -1;
+}
+
+}  // namespace
+
+engine::LayerPart inspect_part(engine::LayerRunner& runner, const std::string& module) {
+  const int st = stage_of(runner, module);
+  return st >= 0 && st <= 1 ? engine::LayerPart::kAttention : engine::LayerPart::kFull;
+}
+
+bool feed_forward_group(engine::LayerRunner& runner, const ScalingGroup& g) {
+  for (const std::vector<std::string>* v : {&g.linears, &g.fold_only})
+    for (const std::string& l : *v)
+      if (stage_of(runner, l) < 2) return false;
+  return g.prev_kind == PrevKind::kNorm || stage_of(runner, g.prev_op) >= 2;
+}
+
 }  // namespace qloom::quant

@@ -44,4 +44,14 @@ void fold_into_layer(LayerSession& s, const ScalingGroup& g, std::span<const flo
 // loaded layer. Empty for blocks without a single output linear (MoE blocks).
 std::string inspect_output_module(engine::LayerRunner& runner, const ScalingGroup& g);
 
+// The layer part a search must run to see `module`'s output: kAttention for
+// an attention linear (stage 0 or 1 of the layer), else kFull.
+engine::LayerPart inspect_part(engine::LayerRunner& runner, const std::string& module);
+
+// True when folding g changes only weights of the feed-forward half (every
+// reader and a producer linear are MLP / MoE linears; a producer norm read
+// only by them is the feed-forward norm), so the attention half's output
+// stays valid and a search may run the feed-forward half alone on it.
+bool feed_forward_group(engine::LayerRunner& runner, const ScalingGroup& g);
+
 }  // namespace qloom::quant

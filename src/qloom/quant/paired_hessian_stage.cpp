@@ -100,7 +100,8 @@ bool PairedHessianStage::selected(const std::string& module) const {
 }
 
 nlohmann::json PairedHessianStage::inside_layer_modules_json() const {
-  return common_.inside_layer_modules.empty() ? seen_ : common_.inside_layer_modules;
+  if (!common_.inside_layer_modules.empty()) return common_.inside_layer_modules;
+  return common_.template_modules.empty() ? seen_ : common_.template_modules;
 }
 
 void PairedHessianStage::process_layer(LayerSession& s) {

@@ -43,6 +43,10 @@ struct PairedHessianCommon {
   bool desc_act = true;
   bool static_groups = true;
   std::vector<std::string> inside_layer_modules;  // empty: every quantized linear
+  // Not a config key: Quark's per-model-type default (GPTAQ_MAP / QRONOS_MAP,
+  // quark_gptaq_modules), written as inside_layer_modules when the config
+  // gives none (the linears run are still every quantized one).
+  std::vector<std::string> template_modules;
   std::string model_decoder_layers = "model.layers";
   int damp_retries = 4;  // qloom only (accepted, not written)
   // Not a config key: dense layers stage by stage in one pass per stream
@@ -68,8 +72,9 @@ class PairedHessianStage : public AlgorithmStage {
   // term (both consumed).
   virtual GptqResult quantize(const QuantTarget& t, const std::vector<float>& w, std::vector<double> H,
                               std::vector<double> cross, LayerSession& s) = 0;
-  // inside_layer_modules as written: the configured list, or the
-  // layer-relative patterns of the linears quantized, in order.
+  // inside_layer_modules as written: the configured list, else Quark's
+  // template for the model type, else the layer-relative patterns of the
+  // linears quantized, in order.
   nlohmann::json inside_layer_modules_json() const;
   const PairedHessianCommon& common() const { return common_; }
 

@@ -80,7 +80,9 @@ class Session final : public LayerSession {
     for (const engine::LayerLinear& l : p_.runner->linears()) {
       auto it = p_.req.weight_specs.find(l.name);
       if (it == p_.req.weight_specs.end()) continue;
-      pending_.push_back({l, it->second, quark_scale_dtype(it->second, p_.req.model_dtype)});
+      const auto in = p_.req.input_specs.find(l.name);
+      pending_.push_back({l, it->second, quark_scale_dtype(it->second, p_.req.model_dtype),
+                          in == p_.req.input_specs.end() ? std::nullopt : std::optional<QuantSpec>(in->second)});
     }
   }
 

@@ -62,6 +62,8 @@ struct PipelineRequest {
   // Decoder-layer linears to quantize (module -> weight spec); modules
   // outside the decoder layers are the caller's (RTN).
   std::map<std::string, QuantSpec> weight_specs;
+  // Their input specs, for those whose input is quantized (QuantTarget::input).
+  std::map<std::string, QuantSpec> input_specs;
   // Modules whose input / output max |x| is observed (static scales);
   // "lm_head" (or any module of layer -1) is observed in finish().
   std::set<std::string> observe_inputs, observe_outputs;

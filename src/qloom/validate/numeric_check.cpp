@@ -122,7 +122,8 @@ double sqnr_floor_db(const quant::QuantSpec& w) {
 double module_sqnr_floor_db(const quant::QuantSpec& w, std::optional<double> rtn_sqnr_db, bool rtn_export) {
   const double fixed = sqnr_floor_db(w);
   if (!rtn_sqnr_db || !std::isfinite(*rtn_sqnr_db)) return fixed;
-  return std::min(fixed, *rtn_sqnr_db - (rtn_export ? kRtnSqnrAllowanceDb : kAlgoSqnrAllowanceDb));
+  if (rtn_export) return std::min(fixed, *rtn_sqnr_db - kRtnSqnrAllowanceDb);
+  return std::min(fixed, *rtn_sqnr_db) - kAlgoSqnrAllowanceDb;
 }
 
 StepResult check_dequantized_weights_on(const io::ModelDir& source, const io::ModelDir& quantized,

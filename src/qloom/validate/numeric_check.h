@@ -32,14 +32,18 @@ namespace qloom::validate {
 // weights): these catch broken scales, transposes and packing, not accuracy.
 double sqnr_floor_db(const quant::QuantSpec& weight_spec);
 
-// The floor one module is held to: sqnr_floor_db, lowered to what
-// round-to-nearest itself reaches on this very tensor (`rtn_sqnr_db`, from
-// re-quantizing the source) minus an allowance — kRtnSqnrAllowanceDb for an
-// RTN export (whose codes must reproduce anyway), kAlgoSqnrAllowanceDb for
-// GPTQ / AWQ / SmoothQuant, which trade weight error for output error. A real
-// weight with outliers sits below the fixed floor however correctly it is
-// quantized (SmolLM2-135M layer 27 gate_proj, per-tensor int8: 18.68 dB); a
-// broken scale, transpose or packing lands tens of dB below its RTN figure.
+// The floor one module is held to. An RTN export: sqnr_floor_db, lowered to
+// what round-to-nearest itself reaches on this very tensor (`rtn_sqnr_db`,
+// from re-quantizing the source) minus kRtnSqnrAllowanceDb (its codes must
+// reproduce anyway). An algorithm's export (GPTQ / AWQ / SmoothQuant /
+// AutoSmoothQuant, which trade weight error for output error): the lower of
+// the two, minus kAlgoSqnrAllowanceDb — a smoothing fold that divides a
+// producer's rows by s widens their range, and per-tensor int8 then loses a
+// little on them (SmolLM2-135M autosmoothquant int8, layer 11 up_proj:
+// 19.39 dB, while the model's KLD halves). A real weight with outliers sits
+// below the fixed floor however correctly it is quantized (SmolLM2-135M
+// layer 27 gate_proj, per-tensor int8: 18.68 dB); a broken scale, transpose
+// or packing lands tens of dB below its RTN figure.
 inline constexpr double kRtnSqnrAllowanceDb = 0.01;
 inline constexpr double kAlgoSqnrAllowanceDb = 6.0;
 double module_sqnr_floor_db(const quant::QuantSpec& weight_spec, std::optional<double> rtn_sqnr_db,

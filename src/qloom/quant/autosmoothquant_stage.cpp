@@ -1,0 +1,312 @@
+#include "qloom/quant/autosmoothquant_stage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "qloom/core/error.h"
+#include "qloom/quant/awq.h"
+#include "qloom/quant/layer_fold.h"
+#include "qloom/quant/phase_timer.h"
+#include "qloom/quant/quantize_ref.h"
+
+namespace qloom::quant {
+namespace {
+
+constexpr const char* kPrefix = "algo_config.autosmoothquant.";
+
+[[noreturn]] void bad(const std::string& key, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", kPrefix + key, msg,
+              "keys: name, scaling_layers, model_decoder_layers, compute_scale_loss; qloom only: n_grid");
+}
+
+// A scaling group the layer's search covers, and what it found.
+struct SmoothGroup {
+  ScalingGroup g;
+  ScalingLayerEntry entry;
+  std::string out_module;
+  engine::LayerPart part = engine::LayerPart::kFull;
+  bool ff = false;           // runs the feed-forward half alone on the kept attention-half output
+  std::vector<float> x_max;  // max |x| per channel at the group's input
+  int64_t tokens = 0;
+  std::vector<float> scales;  // the chosen s; empty: not scaled
+};
+
+// One inspected output of the reference pass, all samples in order.
+struct RefOutput {
+  std::vector<float> values;
+  std::vector<size_t> offsets;  // samples + 1
+};
+
+class AutoSmoothQuantStage final : public AlgorithmStage {
+ public:
+  explicit AutoSmoothQuantStage(AutoSmoothQuantStageConfig c) : c_(std::move(c)) {}
+
+  std::string name() const override { return "autosmoothquant"; }
+
+  nlohmann::ordered_json algo_config() const override {
+    nlohmann::ordered_json j;
+    j["name"] = "autosmoothquant";
+    j["scaling_layers"] = record_.to_json();
+    j["model_decoder_layers"] = c_.model_decoder_layers;
+    j["compute_scale_loss"] = scale_loss_name(c_.compute_scale_loss);
+    return j;
+  }
+
+  void start(const engine::ModelConfig& config) override {
+    check_scaling_layers(c_.scaling_layers, config, std::string(kPrefix) + "scaling_layers");
+  }
+
+  void process_layer(LayerSession& s) override;
+
+  void finish(PipelineSummary& summary) override { unscaled_.report("AutoSmoothQuant", summary.warnings); }
+
+ private:
+  bool selected(const ScalingGroup& g, const ScalingLayerEntry& e) const;
+  std::vector<SmoothGroup> plan(LayerSession& s);
+  void reference_pass(LayerSession& s, std::vector<SmoothGroup>& groups);
+  void search(LayerSession& s, SmoothGroup& sg);
+  double candidate_loss(LayerSession& s, const SmoothGroup& sg, const AwqCandidates& cands,
+                        std::span<const float> scales, const SmoothInputQuant& q);
+
+  AutoSmoothQuantStageConfig c_;
+  ScalingLayersRecord record_;
+  UnscaledGroups unscaled_;
+  std::vector<std::vector<float>> mid_;   // attention-half output per sample (feed-forward groups)
+  std::map<std::string, RefOutput> ref_;  // reference output per inspected output module
+};
+
+// Quark's order: every group searched on the unsmoothed layer from one
+// reference pass, then all scales folded in forward order.
+void AutoSmoothQuantStage::process_layer(LayerSession& s) {
+  std::vector<SmoothGroup> groups = plan(s);
+  if (groups.empty()) return;
+  reference_pass(s, groups);
+  for (SmoothGroup& sg : groups) search(s, sg);
+  std::vector<std::vector<float>>().swap(mid_);
+  ref_.clear();
+  std::vector<std::string> unrouted;
+  for (SmoothGroup& sg : groups) {
+    if (sg.scales.empty()) {
+      ++s.summary().unscaled_groups;
+      unrouted.push_back(sg.g.input_site);
+      continue;
+    }
+    fold_into_layer(s, sg.g, sg.scales);
+    ++s.summary().scaled_groups;
+    record_.add(sg.entry);
+  }
+  if (!unrouted.empty())
+    s.warn("AutoSmoothQuant: " + std::to_string(unrouted.size()) + " scaling group(s) of layer " +
+           std::to_string(s.layer()) + " received no calibration token and were left unscaled (first: " +
+           unrouted.front() + ")");
+}
+
+bool AutoSmoothQuantStage::selected(const ScalingGroup& g, const ScalingLayerEntry& e) const {
+  if (!c_.scaling_layers.empty()) return group_selected(c_.scaling_layers, e);
+  return c_.default_kinds.empty() ||
+         std::find(c_.default_kinds.begin(), c_.default_kinds.end(), g.kind) != c_.default_kinds.end();
+}
+
+std::vector<SmoothGroup> AutoSmoothQuantStage::plan(LayerSession& s) {
+  engine::LayerRunner& r = s.runner();
+  const int layer = static_cast<int>(s.layer());
+  std::vector<SmoothGroup> groups;
+  for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
+    const ScalingLayerEntry e = scaling_entry_of(g, layer);
+    if (!selected(g, e)) continue;
+    if (const std::string why = fold_blocker(s, g); !why.empty()) {
+      unscaled_.note(e, why);
+      continue;
+    }
+    std::string out_module = inspect_output_module(r, g);
+    if (out_module.empty()) {
+      unscaled_.note(e, "the inspected block " + g.inspect + " has no single output linear");
+      continue;
+    }
+    SmoothGroup sg{g, e, out_module, inspect_part(r, out_module), false, {}, 0, {}};
+    sg.ff = sg.part == engine::LayerPart::kFull && feed_forward_group(r, g);
+    groups.push_back(std::move(sg));
+  }
+  return groups;
+}
+
+void AutoSmoothQuantStage::reference_pass(LayerSession& s, std::vector<SmoothGroup>& groups) {
+  std::map<std::string, std::vector<SmoothGroup*>> at_input;
+  bool any_ff = false;
+  for (SmoothGroup& sg : groups) {
+    at_input[sg.g.input_site].push_back(&sg);
+    sg.x_max.assign(static_cast<size_t>(sg.g.channels), 0.0f);
+    ref_[sg.out_module];
+    any_ff = any_ff || sg.ff;
+  }
+  engine::ForwardHooks hooks;
+  hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
+    const auto it = at_input.find(site.module);
+    if (it == at_input.end()) return;
+    for (SmoothGroup* sg : it->second) {
+      if (cols != sg->g.channels)
+        throw Error(ErrorKind::kInternal, "", site.module, "input width differs from the scaling group's channels");
+      for (int64_t t = 0; t < rows; ++t)
+        for (int64_t j = 0; j < cols; ++j)
+          sg->x_max[static_cast<size_t>(j)] = std::max(sg->x_max[static_cast<size_t>(j)], std::fabs(x[t * cols + j]));
+      sg->tokens += rows;
+    }
+  };
+  hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
+    if (const auto it = ref_.find(site.module); it != ref_.end())
+      it->second.values.insert(it->second.values.end(), y, y + rows * cols);
+  };
+  PhaseTimer t(s.summary(), "autosmoothquant.reference");
+  if (any_ff) mid_ = s.inputs();
+  for (size_t i = 0; i < s.samples(); ++i) {
+    for (auto& [m, ro] : ref_) ro.offsets.push_back(ro.values.size());
+    if (!any_ff) {
+      s.run_sample(i, hooks, engine::LayerPart::kFull);
+      continue;
+    }
+    s.run_state(i, mid_[i], hooks, engine::LayerPart::kFirstHalf);   // in place
+    s.run_state(i, mid_[i], hooks, engine::LayerPart::kFeedForward);  // mid_[i] unchanged
+  }
+  for (auto& [m, ro] : ref_) ro.offsets.push_back(ro.values.size());
+}
+
+void AutoSmoothQuantStage::search(LayerSession& s, SmoothGroup& sg) {
+  if (sg.tokens == 0) return;  // no calibration token reached it (an MoE expert)
+  engine::LayerRunner& r = s.runner();
+  std::map<std::string, QuantTarget> targets;
+  for (const QuantTarget& t : s.pending()) targets.emplace(t.linear.name, t);
+  // Quark quantizes the shared input with the last linear's input quantizer.
+  const QuantTarget& last = targets.at(sg.g.linears.back());  // fold_blocker: every reader is pending
+  AwqQuantOptions qo;
+  qo.scale_dtype = targets.at(sg.g.linears.front()).scale_dtype;
+  qo.model_dtype = s.model_dtype();
+  qo.threads = static_cast<unsigned>(s.pool().size());
+
+  PhaseTimer timer(s.summary(), "autosmoothquant.grid." + sg.g.kind);
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < c_.n_grid; ++i) {
+    std::vector<float> sv = autosmooth_scales(sg.x_max, static_cast<double>(i) / c_.n_grid);
+    AwqCandidates cands;
+    for (const std::string& l : sg.g.linears) {
+      const QuantTarget& t = targets.at(l);
+      cands.emplace(l, awq_candidate(r.linear(l), t.spec, sv, qo, l));
+    }
+    SmoothInputQuant q;
+    if (last.input) {
+      q.spec = &*last.input;
+      if (!last.input->is_dynamic)
+        q.qparams = autosmooth_static_qparams(sg.x_max, sv, *last.input,
+                                              quark_scale_dtype(*last.input, s.model_dtype()), s.model_dtype());
+    }
+    const double loss = candidate_loss(s, sg, cands, sv, q);
+    if (std::isfinite(loss) && loss < best) {
+      best = loss;
+      sg.scales = std::move(sv);
+    }
+  }
+  if (sg.scales.empty())
+    throw Error(ErrorKind::kInvalidInput, "", sg.g.input_site, "every AutoSmoothQuant grid point gave a non-finite loss",
+                "check the calibration inputs and the inspected block for NaN / inf");
+}
+
+// Mean |Δ|^p of the inspected output over every sample with the candidates
+// in place and the group's inputs smoothed and quantized; NaN when the
+// output does not line up with the reference.
+double AutoSmoothQuantStage::candidate_loss(LayerSession& s, const SmoothGroup& sg, const AwqCandidates& cands,
+                                            std::span<const float> scales, const SmoothInputQuant& q) {
+  engine::LayerRunner& r = s.runner();
+  std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved;
+  for (const auto& [name, w] : cands) {
+    engine::LinearWeight& slot = r.linear(name);
+    saved.emplace_back(&slot, std::move(slot));
+    slot = w;
+    engine::prepack(slot);
+  }
+  const std::set<std::string> readers(sg.g.linears.begin(), sg.g.linears.end());
+  const RefOutput& ref = ref_.at(sg.out_module);
+  const double p = scale_loss_power(c_.compute_scale_loss);
+  double sum = 0.0;
+  bool aligned = true;
+  size_t off = 0, end = 0;
+  engine::ForwardHooks h;
+  h.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
+    if (readers.count(site.module)) smooth_quantize_input(x, rows, cols, scales, q);
+  };
+  h.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
+    if (site.module != sg.out_module) return;
+    const size_t n = static_cast<size_t>(rows * cols);
+    if (off + n > end) {
+      aligned = false;
+      return;
+    }
+    sum += scale_loss_sum(y, ref.values.data() + off, n, p);
+    off += n;
+  };
+  try {
+    for (size_t i = 0; i < s.samples(); ++i) {
+      off = ref.offsets[i];
+      end = ref.offsets[i + 1];
+      if (sg.ff)
+        s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
+      else
+        s.run_sample(i, h, sg.part);
+      aligned = aligned && off == end;
+    }
+  } catch (...) {
+    for (auto& [slot, orig] : saved) *slot = std::move(orig);
+    throw;
+  }
+  for (auto& [slot, orig] : saved) *slot = std::move(orig);
+  if (!aligned || ref.values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  return sum / static_cast<double>(ref.values.size());
+}
+
+// The groups of Quark's AUTOSMOOTHQUANT_MAP by model type, as qloom's group
+// kinds (layer_groups.h); empty: every group qloom knows.
+std::vector<std::string> quark_default_kinds(std::string_view model_type) {
+  if (model_type == "mixtral" || model_type == "granitemoehybrid") return {"attn_in", "attn_out"};
+  if (model_type == "qwen3_moe") return {"attn_in", "attn_out", "expert_out"};
+  if (model_type == "deepseek_v2" || model_type == "deepseek_v3" || model_type == "qwen3_5")
+    return {"mlp_in", "mlp_out"};
+  return {};
+}
+
+}  // namespace
+
+AutoSmoothQuantStageConfig AutoSmoothQuantStageConfig::from_json(const nlohmann::json& j,
+                                                                 std::string_view model_type) {
+  AutoSmoothQuantStageConfig c;
+  c.compute_scale_loss = default_scale_loss(model_type);
+  c.default_kinds = quark_default_kinds(model_type);
+  if (j.is_null()) return c;
+  if (!j.is_object()) bad("", "the AutoSmoothQuant config must be a JSON object");
+  for (const auto& [key, v] : j.items()) {
+    if (v.is_null()) continue;
+    if (key == "name") {
+      if (!v.is_string() || v.get<std::string>() != "autosmoothquant") bad(key, "must be \"autosmoothquant\"");
+    } else if (key == "scaling_layers") {
+      c.scaling_layers = parse_scaling_layers(v, kPrefix + key);
+    } else if (key == "model_decoder_layers") {
+      c.model_decoder_layers = parse_model_decoder_layers(v, kPrefix + key);
+    } else if (key == "compute_scale_loss") {
+      c.compute_scale_loss = parse_scale_loss(v, kPrefix + key);
+    } else if (key == "n_grid") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000)
+        bad(key, "must be an integer in 1..1000");
+      c.n_grid = v.get<int>();
+    } else {
+      bad(key, "unknown AutoSmoothQuant config key '" + key + "'");
+    }
+  }
+  return c;
+}
+
+std::unique_ptr<AlgorithmStage> make_autosmoothquant_stage(const AutoSmoothQuantStageConfig& config) {
+  return std::make_unique<AutoSmoothQuantStage>(config);
+}
+
+}  // namespace qloom::quant
