@@ -37,6 +37,8 @@ nlohmann::json kld(const std::string& model, const std::string& src, const test:
                               tmp, tag);
 }
 
+constexpr int kCalib = 16;  // c4 documents of 256 tokens
+
 fs::path rotated(const fs::path& src, const test::TempDir& tmp, const std::string& tag) {
   const io::ModelDir d = io::ModelDir::open(src);
   quant::ModelRotation rot(d, quant::RotationConfig::from_json(nullptr, d.model_type()));
@@ -63,22 +65,10 @@ TEST(RealRotation, IsAnIdentityOfTheModel) {
   EXPECT_GE(jb["top1_agreement"].get<double>(), 0.95);
 }
 
-double quantized_kld(const std::string& algo, const test::TempDir& tmp) {
-  const auto src = test::real_model_dir().string();
-  const std::string out = (tmp / algo).string();
-  test::CommandResult r = test::run_qloom({"quantize", "--model_dir", src, "--output_dir", out, "--quant_scheme",
-                                           "int4_wo_per_channel", "--quant_algo", algo, "--threads", "2",
-                                           "--num_calib_data", "32", "--seq_len", "256", "--progress", "off"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return -1;
-  const auto j = kld(out, src, tmp, algo, 4);
-  return j.is_object() ? j["kld_mean"].get<double>() : -1;
-}
-
 TEST(RealRotation, RotationGptqBeatsGptqInt4PerChannel) {
   test::TempDir tmp("real-rotation-gptq");
-  const double gptq = quantized_kld("gptq", tmp);
-  const double rot = quantized_kld("rotation,gptq", tmp);
+  const double gptq = test::quantized_kld(tmp, "gptq", "int4_wo_per_channel", "gptq", kCalib);
+  const double rot = test::quantized_kld(tmp, "rotation_gptq", "int4_wo_per_channel", "rotation,gptq", kCalib);
   ASSERT_GT(gptq, 0);
   ASSERT_GT(rot, 0);
   std::printf("[ real ] int4_wo_per_channel: gptq kld %.6f, rotation,gptq kld %.6f (%.1f%% lower; required >= 15%%)\n",

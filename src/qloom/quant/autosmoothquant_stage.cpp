@@ -23,16 +23,10 @@ constexpr const char* kPrefix = "algo_config.autosmoothquant.";
               "keys: name, scaling_layers, model_decoder_layers, compute_scale_loss; qloom only: n_grid");
 }
 
-// A scaling group the layer's search covers, and what it found.
-struct SmoothGroup {
-  ScalingGroup g;
-  ScalingLayerEntry entry;
-  std::string out_module;
-  engine::LayerPart part = engine::LayerPart::kFull;
-  bool ff = false;           // runs the feed-forward half alone on the kept attention-half output
-  std::vector<float> x_max;  // max |x| per channel at the group's input
+// A group's statistic at its input site (the reference pass).
+struct InputMax {
+  std::vector<float> x_max;  // max |x| per channel
   int64_t tokens = 0;
-  std::vector<float> scales;  // the chosen s; empty: not scaled
 };
 
 // One inspected output of the reference pass, all samples in order.
@@ -66,10 +60,10 @@ class AutoSmoothQuantStage final : public AlgorithmStage {
 
  private:
   bool selected(const ScalingGroup& g, const ScalingLayerEntry& e) const;
-  std::vector<SmoothGroup> plan(LayerSession& s);
-  void reference_pass(LayerSession& s, std::vector<SmoothGroup>& groups);
-  void search(LayerSession& s, SmoothGroup& sg);
-  double candidate_loss(LayerSession& s, const SmoothGroup& sg, const AwqCandidates& cands,
+  // Per group (in order), its input's max |x| (and the reference outputs in ref_).
+  std::vector<InputMax> reference_pass(LayerSession& s, const std::vector<SearchGroup>& groups);
+  void search(LayerSession& s, SearchGroup& sg, const InputMax& in);
+  double candidate_loss(LayerSession& s, const SearchGroup& sg, const AwqCandidates& cands,
                         std::span<const float> scales, const SmoothInputQuant& q);
 
   AutoSmoothQuantStageConfig c_;
@@ -82,27 +76,14 @@ class AutoSmoothQuantStage final : public AlgorithmStage {
 // Quark's order: every group searched on the unsmoothed layer from one
 // reference pass, then all scales folded in forward order.
 void AutoSmoothQuantStage::process_layer(LayerSession& s) {
-  std::vector<SmoothGroup> groups = plan(s);
+  std::vector<SearchGroup> groups = plan_search_groups(
+      s, [this](const ScalingGroup& g, const ScalingLayerEntry& e) { return selected(g, e); }, unscaled_);
   if (groups.empty()) return;
-  reference_pass(s, groups);
-  for (SmoothGroup& sg : groups) search(s, sg);
+  const std::vector<InputMax> stats = reference_pass(s, groups);
+  for (size_t i = 0; i < groups.size(); ++i) search(s, groups[i], stats[i]);
   std::vector<std::vector<float>>().swap(mid_);
   ref_.clear();
-  std::vector<std::string> unrouted;
-  for (SmoothGroup& sg : groups) {
-    if (sg.scales.empty()) {
-      ++s.summary().unscaled_groups;
-      unrouted.push_back(sg.g.input_site);
-      continue;
-    }
-    fold_into_layer(s, sg.g, sg.scales);
-    ++s.summary().scaled_groups;
-    record_.add(sg.entry);
-  }
-  if (!unrouted.empty())
-    s.warn("AutoSmoothQuant: " + std::to_string(unrouted.size()) + " scaling group(s) of layer " +
-           std::to_string(s.layer()) + " received no calibration token and were left unscaled (first: " +
-           unrouted.front() + ")");
+  fold_search_groups(s, "AutoSmoothQuant", groups, record_);
 }
 
 bool AutoSmoothQuantStage::selected(const ScalingGroup& g, const ScalingLayerEntry& e) const {
@@ -111,49 +92,27 @@ bool AutoSmoothQuantStage::selected(const ScalingGroup& g, const ScalingLayerEnt
          std::find(c_.default_kinds.begin(), c_.default_kinds.end(), g.kind) != c_.default_kinds.end();
 }
 
-std::vector<SmoothGroup> AutoSmoothQuantStage::plan(LayerSession& s) {
-  engine::LayerRunner& r = s.runner();
-  const int layer = static_cast<int>(s.layer());
-  std::vector<SmoothGroup> groups;
-  for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
-    const ScalingLayerEntry e = scaling_entry_of(g, layer);
-    if (!selected(g, e)) continue;
-    if (const std::string why = fold_blocker(s, g); !why.empty()) {
-      unscaled_.note(e, why);
-      continue;
-    }
-    std::string out_module = inspect_output_module(r, g);
-    if (out_module.empty()) {
-      unscaled_.note(e, "the inspected block " + g.inspect + " has no single output linear");
-      continue;
-    }
-    SmoothGroup sg{g, e, out_module, inspect_part(r, out_module), false, {}, 0, {}};
-    sg.ff = sg.part == engine::LayerPart::kFull && feed_forward_group(r, g);
-    groups.push_back(std::move(sg));
-  }
-  return groups;
-}
-
-void AutoSmoothQuantStage::reference_pass(LayerSession& s, std::vector<SmoothGroup>& groups) {
-  std::map<std::string, std::vector<SmoothGroup*>> at_input;
+std::vector<InputMax> AutoSmoothQuantStage::reference_pass(LayerSession& s, const std::vector<SearchGroup>& groups) {
+  std::vector<InputMax> stats(groups.size());
+  std::map<std::string, std::vector<size_t>> at_input;
   bool any_ff = false;
-  for (SmoothGroup& sg : groups) {
-    at_input[sg.g.input_site].push_back(&sg);
-    sg.x_max.assign(static_cast<size_t>(sg.g.channels), 0.0f);
-    ref_[sg.out_module];
-    any_ff = any_ff || sg.ff;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    at_input[groups[i].g.input_site].push_back(i);
+    stats[i].x_max.assign(static_cast<size_t>(groups[i].g.channels), 0.0f);
+    ref_[groups[i].out_module];
+    any_ff = any_ff || groups[i].ff;
   }
   engine::ForwardHooks hooks;
   hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
     const auto it = at_input.find(site.module);
     if (it == at_input.end()) return;
-    for (SmoothGroup* sg : it->second) {
-      if (cols != sg->g.channels)
+    for (size_t g : it->second) {
+      if (cols != groups[g].g.channels)
         throw Error(ErrorKind::kInternal, "", site.module, "input width differs from the scaling group's channels");
+      std::vector<float>& m = stats[g].x_max;
       for (int64_t t = 0; t < rows; ++t)
-        for (int64_t j = 0; j < cols; ++j)
-          sg->x_max[static_cast<size_t>(j)] = std::max(sg->x_max[static_cast<size_t>(j)], std::fabs(x[t * cols + j]));
-      sg->tokens += rows;
+        for (int64_t j = 0; j < cols; ++j) m[static_cast<size_t>(j)] = std::max(m[static_cast<size_t>(j)], std::fabs(x[t * cols + j]));
+      stats[g].tokens += rows;
     }
   };
   hooks.linear_output = [&](const engine::LinearSite& site, float* y, int64_t rows, int64_t cols) {
@@ -172,10 +131,11 @@ void AutoSmoothQuantStage::reference_pass(LayerSession& s, std::vector<SmoothGro
     s.run_state(i, mid_[i], hooks, engine::LayerPart::kFeedForward);  // mid_[i] unchanged
   }
   for (auto& [m, ro] : ref_) ro.offsets.push_back(ro.values.size());
+  return stats;
 }
 
-void AutoSmoothQuantStage::search(LayerSession& s, SmoothGroup& sg) {
-  if (sg.tokens == 0) return;  // no calibration token reached it (an MoE expert)
+void AutoSmoothQuantStage::search(LayerSession& s, SearchGroup& sg, const InputMax& in) {
+  if (in.tokens == 0) return;  // no calibration token reached it (an MoE expert)
   engine::LayerRunner& r = s.runner();
   std::map<std::string, QuantTarget> targets;
   for (const QuantTarget& t : s.pending()) targets.emplace(t.linear.name, t);
@@ -189,7 +149,7 @@ void AutoSmoothQuantStage::search(LayerSession& s, SmoothGroup& sg) {
   PhaseTimer timer(s.summary(), "autosmoothquant.grid." + sg.g.kind);
   double best = std::numeric_limits<double>::infinity();
   for (int i = 0; i < c_.n_grid; ++i) {
-    std::vector<float> sv = autosmooth_scales(sg.x_max, static_cast<double>(i) / c_.n_grid);
+    std::vector<float> sv = autosmooth_scales(in.x_max, static_cast<double>(i) / c_.n_grid);
     AwqCandidates cands;
     for (const std::string& l : sg.g.linears) {
       const QuantTarget& t = targets.at(l);
@@ -199,7 +159,7 @@ void AutoSmoothQuantStage::search(LayerSession& s, SmoothGroup& sg) {
     if (last.input) {
       q.spec = &*last.input;
       if (!last.input->is_dynamic)
-        q.qparams = autosmooth_static_qparams(sg.x_max, sv, *last.input,
+        q.qparams = autosmooth_static_qparams(in.x_max, sv, *last.input,
                                               quark_scale_dtype(*last.input, s.model_dtype()), s.model_dtype());
     }
     const double loss = candidate_loss(s, sg, cands, sv, q);
@@ -216,7 +176,7 @@ void AutoSmoothQuantStage::search(LayerSession& s, SmoothGroup& sg) {
 // Mean |Δ|^p of the inspected output over every sample with the candidates
 // in place and the group's inputs smoothed and quantized; NaN when the
 // output does not line up with the reference.
-double AutoSmoothQuantStage::candidate_loss(LayerSession& s, const SmoothGroup& sg, const AwqCandidates& cands,
+double AutoSmoothQuantStage::candidate_loss(LayerSession& s, const SearchGroup& sg, const AwqCandidates& cands,
                                             std::span<const float> scales, const SmoothInputQuant& q) {
   engine::LayerRunner& r = s.runner();
   std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved;

@@ -22,14 +22,6 @@ constexpr const char* kPrefix = "algo_config.awq.";
               "clip_n_grid, clip_max_tokens, direct_loss_bytes");
 }
 
-// A group the layer's search covers, and what its search found.
-struct LayerGroup {
-  ScalingGroup g;
-  ScalingLayerEntry entry;
-  std::string out_module;
-  bool ff = false;            // a feed-forward group (its loss may run on the kept first-half output)
-  std::vector<float> scales;  // empty: not scaled (no calibration token)
-};
 
 // Clip inputs: every step-th row one distinct linear input sees.
 struct ClipRows {
@@ -85,17 +77,17 @@ class AwqStage final : public AlgorithmStage {
 
  private:
   bool selected(const ScalingLayerEntry& e) const { return group_selected(c_.scaling_layers, e); }
-  std::vector<LayerGroup> plan(LayerSession& s);
+  std::vector<SearchGroup> plan(LayerSession& s);
   // The one reference pass (unscaled layer): per group its AwqReference,
   // the first-half output kept in mid_ when a feed-forward group can use it,
   // and the clip rows of every linear to clip.
-  std::vector<AwqReference> reference_pass(LayerSession& s, const std::vector<LayerGroup>& groups);
+  std::vector<AwqReference> reference_pass(LayerSession& s, const std::vector<SearchGroup>& groups);
   // Whether a group's loss runs the feed-forward half alone on mid_.
-  bool on_mid(const LayerGroup& lg) const { return lg.ff && !mid_.empty(); }
+  bool on_mid(const SearchGroup& lg) const { return lg.ff && !mid_.empty(); }
   // How a group's loss runs sample s: through its part, or on mid_.
-  AwqSampleRun runner_for(LayerSession& s, const LayerGroup& lg);
-  void search(LayerSession& s, LayerGroup& lg, AwqReference ref);
-  void clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups);
+  AwqSampleRun runner_for(LayerSession& s, const SearchGroup& lg);
+  void search(LayerSession& s, SearchGroup& lg, AwqReference ref);
+  void clip_layer(LayerSession& s, const std::vector<SearchGroup>& groups);
 
   AwqStageConfig c_;
   ScalingLayersRecord record_;
@@ -112,60 +104,24 @@ class AwqStage final : public AlgorithmStage {
 // unscaled layer from one reference pass, then all scales folded in forward
 // order, then the clip search on the cached inputs divided by the scales.
 void AwqStage::process_layer(LayerSession& s) {
-  std::vector<LayerGroup> groups = plan(s);
+  std::vector<SearchGroup> groups = plan(s);
   std::vector<AwqReference> refs = reference_pass(s, groups);
   for (size_t i = 0; i < groups.size(); ++i) search(s, groups[i], std::move(refs[i]));
   std::vector<std::vector<float>>().swap(mid_);
-  std::vector<std::string> unrouted;
-  for (LayerGroup& lg : groups) {
-    if (lg.scales.empty()) {
-      ++s.summary().unscaled_groups;
-      unrouted.push_back(lg.g.input_site);
-      continue;
-    }
-    fold_into_layer(s, lg.g, lg.scales);
-    ++s.summary().scaled_groups;
-    record_.add(lg.entry);
-  }
-  if (!unrouted.empty()) {
-    std::string msg = "AWQ: " + std::to_string(unrouted.size()) + " scaling group(s) of layer " +
-                      std::to_string(s.layer()) +
-                      " received no calibration token (MoE experts no sample was routed to) and were left unscaled "
-                      "and unclipped: ";
-    for (size_t i = 0; i < unrouted.size() && i < 4; ++i) msg += (i ? ", " : "") + unrouted[i];
-    if (unrouted.size() > 4) msg += ", ...";
-    s.warn(msg);
-  }
+  fold_search_groups(s, "AWQ", groups, record_);
   if (c_.search.clip) clip_layer(s, groups);
   clip_rows_.clear();
 }
 
-std::vector<LayerGroup> AwqStage::plan(LayerSession& s) {
-  engine::LayerRunner& r = s.runner();
-  const int layer = static_cast<int>(s.layer());
-  std::vector<LayerGroup> groups;
-  for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
-    const ScalingLayerEntry e = scaling_entry_of(g, layer);
-    if (!selected(e)) continue;
-    if (const std::string why = fold_blocker(s, g); !why.empty()) {
-      unscaled_.note(e, why);
-      continue;
-    }
-    std::string out_module = inspect_output_module(r, g);
-    if (out_module.empty()) {
-      unscaled_.note(e, "the inspected block " + g.inspect + " has no single output linear");
-      continue;
-    }
-    const bool ff = inspect_part(r, out_module) == engine::LayerPart::kFull && feed_forward_group(r, g);
-    groups.push_back({g, e, std::move(out_module), ff, {}});
-  }
-  return groups;
+std::vector<SearchGroup> AwqStage::plan(LayerSession& s) {
+  return plan_search_groups(
+      s, [this](const ScalingGroup&, const ScalingLayerEntry& e) { return selected(e); }, unscaled_);
 }
 
-std::vector<AwqReference> AwqStage::reference_pass(LayerSession& s, const std::vector<LayerGroup>& groups) {
+std::vector<AwqReference> AwqStage::reference_pass(LayerSession& s, const std::vector<SearchGroup>& groups) {
   std::vector<AwqReferenceCollector::Group> specs;
   bool any_ff = false;
-  for (const LayerGroup& lg : groups) {
+  for (const SearchGroup& lg : groups) {
     specs.push_back({&lg.g, lg.out_module});
     any_ff = any_ff || lg.ff;
   }
@@ -201,7 +157,7 @@ std::vector<AwqReference> AwqStage::reference_pass(LayerSession& s, const std::v
   return collect.finish();
 }
 
-AwqSampleRun AwqStage::runner_for(LayerSession& s, const LayerGroup& lg) {
+AwqSampleRun AwqStage::runner_for(LayerSession& s, const SearchGroup& lg) {
   if (on_mid(lg))
     return [this, &s](size_t i, const engine::ForwardHooks& h) {
       s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
@@ -210,7 +166,7 @@ AwqSampleRun AwqStage::runner_for(LayerSession& s, const LayerGroup& lg) {
   return [&s, part](size_t i, const engine::ForwardHooks& h) { s.run_sample(i, h, part); };
 }
 
-void AwqStage::search(LayerSession& s, LayerGroup& lg, AwqReference ref) {
+void AwqStage::search(LayerSession& s, SearchGroup& lg, AwqReference ref) {
   engine::LayerRunner& r = s.runner();
   const ScalingGroup& g = lg.g;
   if (ref.tokens == 0 || (ref.out.empty() && !ref.gram)) return;  // no calibration token reached it
@@ -245,7 +201,7 @@ void AwqStage::search(LayerSession& s, LayerGroup& lg, AwqReference ref) {
   lg.scales = std::move(best.scales);
 }
 
-void AwqStage::clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups) {
+void AwqStage::clip_layer(LayerSession& s, const std::vector<SearchGroup>& groups) {
   engine::LayerRunner& r = s.runner();
   const std::vector<QuantTarget> targets = clip_targets(s);
   if (targets.empty()) return;
@@ -255,7 +211,7 @@ void AwqStage::clip_layer(LayerSession& s, const std::vector<LayerGroup>& groups
   // token reaches the input; one that saw fewer rows (an MoE expert) is
   // collected again, from the folded layer, with its own step.
   std::map<std::string, const std::vector<float>*> scale_of;
-  for (const LayerGroup& lg : groups)
+  for (const SearchGroup& lg : groups)
     if (!lg.scales.empty())
       for (const std::string& l : lg.g.linears) scale_of[l] = &lg.scales;
   const int64_t all = static_cast<int64_t>(s.summary().tokens);

@@ -91,4 +91,51 @@ bool feed_forward_group(engine::LayerRunner& runner, const ScalingGroup& g) {
   return g.prev_kind == PrevKind::kNorm || stage_of(runner, g.prev_op) >= 2;
 }
 
+std::vector<SearchGroup> plan_search_groups(
+    LayerSession& s, const std::function<bool(const ScalingGroup&, const ScalingLayerEntry&)>& selected,
+    UnscaledGroups& unscaled) {
+  engine::LayerRunner& r = s.runner();
+  const int layer = static_cast<int>(s.layer());
+  std::vector<SearchGroup> groups;
+  for (const ScalingGroup& g : layer_scaling_groups(r.config(), layer)) {
+    const ScalingLayerEntry e = scaling_entry_of(g, layer);
+    if (!selected(g, e)) continue;
+    if (const std::string why = fold_blocker(s, g); !why.empty()) {
+      unscaled.note(e, why);
+      continue;
+    }
+    std::string out_module = inspect_output_module(r, g);
+    if (out_module.empty()) {
+      unscaled.note(e, "the inspected block " + g.inspect + " has no single output linear");
+      continue;
+    }
+    SearchGroup sg{g, e, out_module, inspect_part(r, out_module), false, {}};
+    sg.ff = sg.part == engine::LayerPart::kFull && feed_forward_group(r, g);
+    groups.push_back(std::move(sg));
+  }
+  return groups;
+}
+
+void fold_search_groups(LayerSession& s, const std::string& stage, const std::vector<SearchGroup>& groups,
+                        ScalingLayersRecord& record) {
+  std::vector<std::string> unrouted;
+  for (const SearchGroup& sg : groups) {
+    if (sg.scales.empty()) {
+      ++s.summary().unscaled_groups;
+      unrouted.push_back(sg.g.input_site);
+      continue;
+    }
+    fold_into_layer(s, sg.g, sg.scales);
+    ++s.summary().scaled_groups;
+    record.add(sg.entry);
+  }
+  if (unrouted.empty()) return;
+  std::string msg = stage + ": " + std::to_string(unrouted.size()) + " scaling group(s) of layer " +
+                    std::to_string(s.layer()) +
+                    " received no calibration token (MoE experts no sample was routed to) and were left unscaled: ";
+  for (size_t i = 0; i < unrouted.size() && i < 4; ++i) msg += (i ? ", " : "") + unrouted[i];
+  if (unrouted.size() > 4) msg += ", ...";
+  s.warn(msg);
+}
+
 }  // namespace qloom::quant

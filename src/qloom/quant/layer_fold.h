@@ -23,11 +23,14 @@
 //   - groups whose producer linear was already quantized by an earlier stage.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "qloom/quant/algorithm_stage.h"
 #include "qloom/quant/layer_groups.h"
+#include "qloom/quant/scaling_layers_config.h"
 
 namespace qloom::quant {
 
@@ -53,5 +56,29 @@ engine::LayerPart inspect_part(engine::LayerRunner& runner, const std::string& m
 // only by them is the feed-forward norm), so the attention half's output
 // stays valid and a search may run the feed-forward half alone on it.
 bool feed_forward_group(engine::LayerRunner& runner, const ScalingGroup& g);
+
+// A scaling group a searching stage (AWQ, AutoSmoothQuant) covers in the
+// loaded layer, and the scales its search chose.
+struct SearchGroup {
+  ScalingGroup g;
+  ScalingLayerEntry entry;  // its Quark entry (algo_config.scaling_layers)
+  std::string out_module;   // inspect_output_module
+  engine::LayerPart part = engine::LayerPart::kFull;  // inspect_part(out_module)
+  bool ff = false;          // a feed-forward group whose output is not an attention linear's
+  std::vector<float> scales;  // empty: not scaled (no calibration token reached it)
+};
+
+// The groups of the loaded layer, in forward order, that `selected`
+// accepts, fold_blocker allows and whose inspected block has a single output
+// linear; the others that `selected` accepts are noted in `unscaled`.
+std::vector<SearchGroup> plan_search_groups(
+    LayerSession& s, const std::function<bool(const ScalingGroup&, const ScalingLayerEntry&)>& selected,
+    UnscaledGroups& unscaled);
+
+// Folds the groups' scales in order (fold_into_layer) and records them;
+// groups without scales are counted as unscaled, with one warning for the
+// layer naming `stage`.
+void fold_search_groups(LayerSession& s, const std::string& stage, const std::vector<SearchGroup>& groups,
+                        ScalingLayersRecord& record);
 
 }  // namespace qloom::quant

@@ -1,15 +1,21 @@
-// The issue-17 wave-2 schemes on SmolLM2-135M (mxfp6_e3m2, mxfp6_e2m3,
-// mxfp4_mxfp6_e2m3, mxfp4_fp8, int4_fp8, int4_wa_64): qloom quantize (RTN
-// weights; mxfp4_fp8's static fp8 input scales calibrated) → qloom validate
-// (steps 1-5 all ok: names, aux files, config, MD5 of the unquantized
-// tensors, and step 5's numeric check — every weight reproduces the RTN
-// reference bit for bit and the engine window is finite) → qloom eval --task
-// kld against the bf16 source on wikitext-2 (4 windows of 512 tokens).
+// The schemes amd-quark 0.13 added, on SmolLM2-135M: the MX fp6 and W4A8
+// ones (mxfp6_e3m2, mxfp6_e2m3, mxfp4_mxfp6_e2m3, mxfp4_fp8, int4_fp8,
+// int4_wa_64) and the fp4 block ones (nvfp4, amdfp4, amdfp4_g32,
+// amdfp4_global16/32). qloom quantize (RTN weights; mxfp4_fp8's fp8 input
+// scales and nvfp4 / amdfp4_global*'s input global scales calibrated on 4
+// c4 documents of 256 tokens) → qloom validate (steps 1-5 ok: names, aux
+// files, config, MD5 of the unquantized tensors, and step 5's numeric check
+// — every weight reproduces the RTN reference bit for bit and the engine
+// window is finite) → qloom eval --task kld against the bf16 source on
+// wikitext-2 (4 windows of 512 tokens).
 //
 // KLD mean and top-1 must sit in a band around what was measured when the
-// test was written (tests/data/real/scheme_bands_wave2.json: kld within
-// [0.5, 1.5] x measured, top-1 at least measured - 0.05). Step 6 (what vLLM
-// would do with the checkpoint) is recorded there per scheme ("vllm_step").
+// test was written (tests/data/real/scheme_bands_quark013.json: kld within
+// [0.5, 1.5] x measured, top-1 at least measured - 0.05: far below means the
+// scheme was not applied, far above that it was applied wrongly). Step 6
+// (what vLLM does with the checkpoint) is recorded there per scheme
+// ("vllm_step": vLLM loads nvfp4 as QuarkNVFP4 and has no scheme for the
+// progressive int4_fp8 weight, int4 activations or e5m3 scales).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -20,22 +26,23 @@
 namespace qloom {
 namespace {
 
-const char* const kSchemes[] = {"mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_mxfp6_e2m3", "mxfp4_fp8", "int4_fp8", "int4_wa_64"};
+const char* const kSchemes[] = {"mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_mxfp6_e2m3", "mxfp4_fp8", "int4_fp8", "int4_wa_64",
+                                "nvfp4",      "amdfp4",     "amdfp4_g32",       "amdfp4_global16", "amdfp4_global32"};
 
-nlohmann::json bands() { return test::read_json_file(test::real_data_dir() / "scheme_bands_wave2.json"); }
+nlohmann::json bands() { return test::read_json_file(test::real_data_dir() / "scheme_bands_quark013.json"); }
 
-class RealWave2Scheme : public ::testing::TestWithParam<const char*> {};
+class RealQuark013Scheme : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(RealWave2Scheme, QuantizeValidateKld) {
+TEST_P(RealQuark013Scheme, QuantizeValidateKld) {
   const std::string scheme = GetParam();
   const auto b = bands()[scheme];
-  ASSERT_TRUE(b.is_object()) << "no band for " << scheme << " in scheme_bands_wave2.json";
+  ASSERT_TRUE(b.is_object()) << "no band for " << scheme << " in scheme_bands_quark013.json";
   const auto src = test::real_model_dir().string();
-  test::TempDir tmp("real-w2-" + scheme);
+  test::TempDir tmp("real-q013-" + scheme);
   const auto out = (tmp / "q").string();
 
   test::CommandResult r = test::run_qloom({"quantize", "--model_dir", src, "--output_dir", out, "--threads", "2",
-                                           "--num_calib_data", "16", "--seq_len", "256", "--progress", "off",
+                                           "--num_calib_data", "4", "--seq_len", "256", "--progress", "off",
                                            "--quant_scheme", scheme});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
@@ -60,7 +67,7 @@ TEST_P(RealWave2Scheme, QuantizeValidateKld) {
   EXPECT_GE(top1, b["top1_min"].get<double>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Wave2, RealWave2Scheme, ::testing::ValuesIn(kSchemes),
+INSTANTIATE_TEST_SUITE_P(Quark013, RealQuark013Scheme, ::testing::ValuesIn(kSchemes),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
