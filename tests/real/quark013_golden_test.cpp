@@ -43,6 +43,11 @@ using nlohmann::json;
 // Calibrated static scales: measured at most 7 bf16 ulps off Quark's bf16 run
 // on SmolLM2 (fp8, int8, fp8 KV + attention; 8 samples of 128 tokens).
 constexpr size_t kScaleUlps = 8;
+// nvfp4 quantizes every activation to fp4 during calibration, which turns
+// the bf16 rounding differences of earlier layers into whole fp4 steps:
+// measured at most 9 bf16 ulps of input_scale_2 (layer 12 gate/up_proj,
+// layer 17 down_proj; 8 samples of 128 tokens).
+constexpr size_t kFp4ActivationScaleUlps = 12;
 
 bool is_calibrated_scale(const std::string& name) {
   for (const char* s : {".input_scale", ".input_scale_2", ".output_scale", ".prob_output_scale"})
@@ -110,6 +115,7 @@ TEST_P(Quark013Golden, QloomMatchesQuark) {
   const std::string id = GetParam();
   const json g = test::read_json_file(golden_dir() / (id + ".json"));
   const bool f32 = g["settings"]["data_type"] == "float32";
+  const size_t bound = g["settings"]["quant_scheme"] == "nvfp4" ? kFp4ActivationScaleUlps : kScaleUlps;
   test::TempDir tmp("quark013-" + id);
   const auto out = tmp / "q";
   std::vector<std::string> args = {"quantize", "--model_dir", test::real_model_dir().string(), "--output_dir",
@@ -179,7 +185,7 @@ TEST_P(Quark013Golden, QloomMatchesQuark) {
     if (!ulps) continue;
     ulp_max = std::max(ulp_max, ulps);
     ++ulp_off;
-    (ulps <= kScaleUlps ? info : bad).push_back(line);
+    (ulps <= bound ? info : bad).push_back(line);
   }
   std::printf("[quark013] %-26s config mismatches %zu, tensors %zu, hashed %zu, scalars %zu (%zu off, max %zu bf16 "
               "ulp), listed differences %zu, failures %zu\n",
