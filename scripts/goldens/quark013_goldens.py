@@ -79,6 +79,9 @@ SCHEMES = [
     # Static input scales (mxfp4_fp8: fp8 per tensor; nvfp4: the input's global scale).
     ("mxfp4_fp8_bf16", "mxfp4_fp8", "auto", {}),
     ("nvfp4_bf16", "nvfp4", "auto", {}),
+    # Not here: fp8 KV with QConfig.kv_cache_post_rope (extra {"kv_cache_post_rope": True}):
+    # Quark 0.13's QuarkQuantizedCache.update() does not take the `kwargs` argument that
+    # transformers 5.24's attention passes to Cache.update, so calibration fails (TypeError).
     # Not here: amdfp4_global16 / amdfp4_global32, whose Quark 0.13 export casts each group's
     # e5m3 scale with a plain integer cast to uint8 (it wraps modulo 256; the checkpoint decodes
     # to noise). qloom writes the proper e5m3 codes: tests/quant/fp4_block_test.cpp pins the
@@ -129,6 +132,8 @@ def run_one(model_dir, sid, scheme, data_type, extra, tokenizer):
                                  kv_cache_scheme=extra.get("kv_cache_scheme"),
                                  attention_scheme=extra.get("attention_scheme"),
                                  exclude_layers=extra.get("exclude_layers"))
+    if extra.get("kv_cache_post_rope"):
+        config.kv_cache_post_rope = True  # QConfig field; get_config has no argument for it
     t0 = time.time()
     quantizer = ModelQuantizer(config)
     with torch.no_grad():
@@ -163,6 +168,8 @@ def run_one(model_dir, sid, scheme, data_type, extra, tokenizer):
         args += ["--kv_cache_dtype", extra["kv_cache_scheme"]]
     if extra.get("attention_scheme"):
         args += ["--attention_dtype", extra["attention_scheme"]]
+    if extra.get("kv_cache_post_rope"):
+        args += ["--kv_cache_post_rope"]
     if extra.get("exclude_layers") is not None:
         args += ["--exclude_layers"] + extra["exclude_layers"]
     return {

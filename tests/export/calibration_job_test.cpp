@@ -12,6 +12,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "qloom/core/convert.h"
 #include "qloom/core/dtype.h"
@@ -41,6 +42,7 @@ float scalar(const io::WeightIndex& w, const std::string& name) {
 // amax of every linear's input and of k/v outputs, observed independently.
 struct Observed {
   std::map<std::string, float> in, out;
+  std::map<std::string, float> rotated_keys;  // by k_proj: the keys after RoPE
 };
 Observed observe(const quant::CalibrationData& data) {
   Observed o;
@@ -56,6 +58,9 @@ Observed observe(const quant::CalibrationData& data) {
   };
   hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t r, int64_t c) {
     o.out[s.module] = std::max(o.out[s.module], amax(y, r * c));
+  };
+  hooks.rotated_keys = [&](const engine::LinearSite& s, const float* k, int64_t r, int64_t c) {
+    o.rotated_keys[s.module] = std::max(o.rotated_keys[s.module], amax(k, r * c));
   };
   for (const auto& sample : data.samples) {
     auto cache = model->new_cache(static_cast<int64_t>(sample.size()));
@@ -104,6 +109,48 @@ TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
     EXPECT_EQ(scalar(w, v + ".output_scale"), std::max(ks, vs)) << v;
   }
   EXPECT_EQ(w.find("lm_head.input_scale"), nullptr);  // excluded by the llama template
+}
+
+// --kv_cache_post_rope (Quark's cache integration): k_proj's KV scale is
+// observed on the keys after RoPE, v_proj's on its output, and each is
+// written as its own scale (Quark's post-RoPE export overwrites the grouped
+// k/v maximum with the cache quantizers' scales); the config says so.
+TEST(CalibrationJob, PostRopeKvScalesAreObservedOnTheRotatedKeys) {
+  test::TempDir tmp;
+  QuantizeOptions o;
+  o.model_dir = QLOOM_DEMO_MODEL_DIR;
+  o.output_dir = tmp.path() / "q";
+  o.quant_scheme = "fp8";
+  o.kv_cache_dtype = "fp8";
+  o.kv_cache_post_rope = true;
+  o.num_calib_data = 6;
+  o.seq_len = 48;
+  (void)quantize_model(o);
+  quant::CalibrationRequest req;
+  req.num_samples = 6;
+  req.seq_len = 48;
+  const Observed obs = observe(quant::load_calibration_data(QLOOM_DEMO_MODEL_DIR, req));
+  const auto w = io::WeightIndex::open(o.output_dir);
+  const quant::QuantSpec kv_spec = quant::kv_cache_spec("fp8");
+  const DType bf16 = DType::kBF16;
+  size_t rope_changed = 0;
+  for (int layer = 0; layer < 5; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    const std::string k = p + "self_attn.k_proj", v = p + "self_attn.v_proj";
+    ASSERT_TRUE(obs.rotated_keys.count(k)) << k;
+    EXPECT_EQ(scalar(w, k + ".output_scale"),
+              quant::static_scale_from_amax(obs.rotated_keys.at(k), kv_spec, bf16, bf16))
+        << k;
+    EXPECT_EQ(scalar(w, v + ".output_scale"), quant::static_scale_from_amax(obs.out.at(v), kv_spec, bf16, bf16)) << v;
+    rope_changed += obs.rotated_keys.at(k) != obs.out.at(k);
+  }
+  EXPECT_GT(rope_changed, 0u) << "RoPE changes the keys' max in some layer";
+  std::ifstream cfg_in(o.output_dir / "config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(cfg_in);
+  EXPECT_EQ(cfg["quantization_config"]["kv_cache_post_rope"], true);
+  o.kv_cache_dtype.clear();  // post-RoPE without a KV cache is a usage error
+  o.output_dir = tmp.path() / "q2";
+  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--kv_cache_post_rope");
 }
 
 TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {

@@ -196,6 +196,14 @@ AttentionProbsHook probs_hook(const ForwardContext& ctx, int layer, const Attent
   return h;
 }
 
+// The caller's rotated_keys hook, with the keys as the cache will hold them.
+void report_rotated_keys(const ForwardContext& ctx, int layer, const AttentionWeights& w, const float* k,
+                         int64_t rows, int64_t cols) {
+  if (!ctx.hooks || !ctx.hooks->rotated_keys) return;
+  const LinearSite site{w.k.name.empty() ? w.qkv.name : w.k.name, layer};
+  ctx.hooks->rotated_keys(site, k, rows, cols);
+}
+
 // An fp8 KV cache stores K and V rounded to fp8 at the layer's scales.
 void round_kv(const AttentionShape& s, float* k, float* v, int64_t n) {
   if (s.kv_k_scale <= 0.0f) return;
@@ -220,6 +228,7 @@ void attention_context(ForwardContext& ctx, int layer, const AttentionShape& s, 
       rope.apply(k.data() + t * kn, s.kv_heads, hd, cos.data() + t * half, sin.data() + t * half);
     }
   });
+  report_rotated_keys(ctx, layer, w, k.data(), T, kn);
   round_kv(s, k.data(), v.data(), T * kn);
   std::memcpy(kc + pos0 * kn, k.data(), sizeof(float) * T * kn);
   std::memcpy(vc + pos0 * kn, v.data(), sizeof(float) * T * kn);
@@ -247,6 +256,7 @@ void attention_block_rows(ForwardContext& ctx, int layer, const AttentionShape& 
     rope.tables(r.pos, 1, cos, sin);
     rope.apply(q.data() + b * qn, s.heads, hd, cos.data(), sin.data());
     rope.apply(k.data() + b * kn, s.kv_heads, hd, cos.data(), sin.data());
+    report_rotated_keys(ctx, layer, w, k.data() + b * kn, 1, kn);
     round_kv(s, k.data() + b * kn, v.data() + b * kn, kn);
     std::memcpy(r.kc + r.pos * kn, k.data() + b * kn, sizeof(float) * kn);
     std::memcpy(r.vc + r.pos * kn, v.data() + b * kn, sizeof(float) * kn);

@@ -45,6 +45,11 @@ struct ForwardHooks {
   // Called with each attention module's softmax output before it weighs the
   // values; may modify it (attention_probs.h: thread-safe, row-independent).
   AttentionProbsFn attention_probs;
+  // Called with each attention's keys after RoPE (and q/k norms) — what a KV
+  // cache stores — [rows, kv_heads * head_dim], before an fp8 KV cache rounds
+  // them; `site` names the k projection (k_proj, or phi3's fused qkv_proj).
+  // Read-only; called from the forward's own thread.
+  std::function<void(const LinearSite&, const float* k, int64_t rows, int64_t cols)> rotated_keys;
 };
 
 struct LoadOptions {

@@ -46,7 +46,8 @@ void add_quantize_flags(CLI::App& sub, QuantizeCommand& cmd) {
                  "attention quantization: fp8 (static fp8 scales for the softmax output and the q_proj output, "
                  "as Quark's attention_scheme)");
   sub.add_flag(flag_names("kv_cache_post_rope"), o.kv_cache_post_rope,
-               "Quark's kv_cache_post_rope (KV scales of the keys after RoPE); not supported by qloom yet");
+               "Quark's kv_cache_post_rope: the k_proj KV scale is observed on the keys after RoPE, as the "
+               "KV cache holds them (default: on k_proj's output, before RoPE)");
   sub.add_option(flag_names("data_type"), o.data_type,
                  "dtype of the calibration forward and observers: float32 (qloom's default; Quark run with "
                  "--data_type float32), bfloat16 or auto (Quark's default: the checkpoint's dtype)")

@@ -28,10 +28,9 @@ void check_supported(const QuantizeOptions& o) {
                 "pass --device cpu (or omit it)");
   (void)parse_export_formats(o.model_export);
   if (!o.kv_cache_dtype.empty()) (void)quant::kv_cache_spec(o.kv_cache_dtype);  // kUsage for unknown dtypes
-  if (o.kv_cache_post_rope)
-    throw Error(ErrorKind::kUnsupported, "", "--kv_cache_post_rope",
-                "post-RoPE KV-cache scales (Quark's cache integration) are not calibrated by qloom",
-                "omit --kv_cache_post_rope (vLLM applies the same per-tensor KV scales either way)");
+  if (o.kv_cache_post_rope && o.kv_cache_dtype.empty())
+    throw Error(ErrorKind::kUsage, "", "--kv_cache_post_rope", "--kv_cache_post_rope needs a KV cache dtype",
+                "add --kv_cache_dtype fp8, or drop --kv_cache_post_rope");
   (void)parse_quark_format(o.quark_format_version);
 }
 

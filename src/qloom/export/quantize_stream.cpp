@@ -93,7 +93,10 @@ ScaleMap scales_from_amax(const QuantizeOptions& o, const std::vector<PlannedTen
     const DType sdt = quant::quark_scale_dtype(p.spec, model_dtype);
     const std::map<std::string, float>* table = &amax.input;
     if (p.role == ActivationRole::kOutput) {
-      if (is_kv_module(p.module, kv_patterns)) {
+      // Quark's post-RoPE export writes each cache quantizer's own scale over
+      // the grouped ones (export/api.py, alias_only_cache): no k/v max, no
+      // min_kv_scale.
+      if (is_kv_module(p.module, kv_patterns) && !o.kv_cache_post_rope) {
         out_specs[p.module] = p.spec;
         continue;
       }
@@ -176,6 +179,18 @@ void sort_by_layer(std::vector<PlannedTensor>& plan) {
                    [](const PlannedTensor& a, const PlannedTensor& b) { return layer_key(a) < layer_key(b); });
 }
 
+namespace {
+
+// --kv_cache_post_rope: a key projection's KV scale is observed on the keys
+// after RoPE (Quark's cache integration observes them in Cache.update).
+bool post_rope_key(const QuantizeOptions& o, const PlannedTensor& p) {
+  if (!o.kv_cache_post_rope) return false;
+  const std::string_view m = p.module;
+  return m.ends_with(".k_proj") || m.ends_with(".qkv_proj");
+}
+
+}  // namespace
+
 TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, QuarkExporter& ex, bool pipelined,
                            const std::map<std::string, quant::LayerQuantSpec>& modules,
                            std::vector<std::unique_ptr<quant::AlgorithmStage>> stages, QuarkConfigInput& config,
@@ -207,9 +222,10 @@ TensorStream::TensorStream(const QuantizeOptions& o, const io::ModelDir& src, Qu
         pr.input_specs[p.module] = *m->second.input;
     }
     if (p.kind == PlannedKind::kActivation)
-      (p.role == ActivationRole::kInput    ? pr.observe_inputs
-       : p.role == ActivationRole::kOutput ? pr.observe_outputs
-                                           : pr.observe_probs)
+      (p.role == ActivationRole::kInput                           ? pr.observe_inputs
+       : p.role == ActivationRole::kOutput && post_rope_key(o, p) ? pr.observe_rotated_keys
+       : p.role == ActivationRole::kOutput                        ? pr.observe_outputs
+                                                                  : pr.observe_probs)
           .insert(p.module);
   }
   pr.model_dtype = model_dtype_;

@@ -59,6 +59,10 @@ engine::ForwardHooks observe_hooks(const PipelineRequest& req, LayerResult& out)
       if (bf16) round_to_bf16(y, rows * cols);
       if (req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, abs_max(y, rows * cols));
     };
+  if (!req.observe_rotated_keys.empty())
+    hooks.rotated_keys = [&req, &out](const engine::LinearSite& s, const float* k, int64_t rows, int64_t cols) {
+      if (req.observe_rotated_keys.count(s.module)) record_amax(out.output_amax, s.module, abs_max(k, rows * cols));
+    };
   if (!req.observe_probs.empty() || bf16) {
     // Called concurrently from the attention's tasks: one lock per call.
     auto mu = std::make_shared<std::mutex>();

@@ -67,6 +67,10 @@ struct PipelineRequest {
   // Modules whose input / output max |x| is observed (static scales);
   // "lm_head" (or any module of layer -1) is observed in finish().
   std::set<std::string> observe_inputs, observe_outputs;
+  // k projections whose output amax is observed on the keys after RoPE (what
+  // the KV cache holds; Quark's kv_cache_post_rope) instead of the linear's
+  // output; recorded as their output amax.
+  std::set<std::string> observe_rotated_keys;
   // Attention modules ("model.layers.N.self_attn") whose softmax output max
   // is observed (--attention_dtype: prob_output_scale).
   std::set<std::string> observe_probs;
