@@ -15,6 +15,7 @@
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_progressive.h"
 #include "qloom/export/quark_tensors.h"
+#include "export/fake_checkpoint.h"
 #include "qloom/quant/progressive.h"
 #include "qloom/quant/quantize_fast.h"
 #include "qloom/quant/scheme_registry.h"
@@ -29,29 +30,7 @@ using quant::QuantSpec;
 
 const std::string kMod = "model.layers.0.self_attn.q_proj";
 
-struct Store {
-  std::map<std::string, ExportedTensor> tensors;
-  std::map<std::string, io::TensorInfo> infos;
-  void add(const std::vector<ExportedTensor>& ts) {
-    for (const auto& t : ts) {
-      tensors[t.name] = t;
-      io::TensorInfo i;
-      i.name = t.name;
-      i.dtype = t.dtype;
-      i.shape = t.shape;
-      i.data_end = t.data.size();
-      infos[t.name] = i;
-    }
-  }
-  TensorLookup lookup() const {
-    return [this](const std::string& n) -> std::optional<io::TensorView> {
-      auto it = infos.find(n);
-      if (it == infos.end()) return std::nullopt;
-      const auto& d = tensors.at(n).data;
-      return io::TensorView{&it->second, std::span<const std::byte>(d.data(), d.size())};
-    };
-  }
-};
+using Store = test_support::FakeCheckpoint;
 
 std::string describe(const std::vector<io::TensorSpec>& specs) {
   std::string s;

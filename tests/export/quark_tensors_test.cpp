@@ -17,6 +17,7 @@
 #include "qloom/core/float_codec.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_tensors.h"
+#include "export/fake_checkpoint.h"
 #include "qloom/quant/quantize_ref.h"
 #include "qloom/io/json_read.h"
 #include "qloom/io/safetensors_reader.h"
@@ -36,30 +37,7 @@ using qloom::test::catch_error;
 const fs::path kGolden = fs::path(QLOOM_TEST_DATA_DIR) / "quark";
 const std::string kMod = "model.layers.0.self_attn.k_proj";
 
-// An in-memory checkpoint for unpack_quantized_weight.
-struct FakeCheckpoint {
-  std::map<std::string, ExportedTensor> tensors;
-  std::map<std::string, io::TensorInfo> infos;
-  void add(const std::vector<ExportedTensor>& ts) {
-    for (const auto& t : ts) {
-      tensors[t.name] = t;
-      io::TensorInfo i;
-      i.name = t.name;
-      i.dtype = t.dtype;
-      i.shape = t.shape;
-      i.data_end = t.data.size();
-      infos[t.name] = i;
-    }
-  }
-  TensorLookup lookup() const {
-    return [this](const std::string& n) -> std::optional<io::TensorView> {
-      auto it = infos.find(n);
-      if (it == infos.end()) return std::nullopt;
-      const auto& d = tensors.at(n).data;
-      return io::TensorView{&it->second, std::span<const std::byte>(d.data(), d.size())};
-    };
-  }
-};
+using FakeCheckpoint = test_support::FakeCheckpoint;
 
 uint32_t word(const std::vector<std::byte>& d, size_t i) {
   uint32_t v;

@@ -34,6 +34,23 @@ inline QuantSpec int_spec(QDtype dt, QScheme qs, int group, bool sym) {
   return s;
 }
 
+// The specs the GPTAQ and Qronos tests run each check on.
+struct Case {
+  const char* name;
+  QuantSpec spec;
+  bool act_order;
+};
+
+inline std::vector<Case> cases() {
+  return {
+      {"int4_g64", int_spec(QDtype::kInt4, QScheme::kPerGroup, 64, true), false},
+      {"int4_g64_act_order", int_spec(QDtype::kInt4, QScheme::kPerGroup, 64, true), true},
+      {"uint4_g32_act_order", int_spec(QDtype::kUInt4, QScheme::kPerGroup, 32, false), true},
+      {"int4_per_channel", int_spec(QDtype::kInt4, QScheme::kPerChannel, 0, true), true},
+      {"int8_per_tensor", int_spec(QDtype::kInt8, QScheme::kPerTensor, 0, true), false},
+  };
+}
+
 // X [n, cols] correlated, per-feature scales over two orders of magnitude;
 // Xq = X plus an error correlated with X (as an upstream quantized layer
 // gives): Xq = X + eps · (X · E) with a random E.

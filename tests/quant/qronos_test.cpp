@@ -23,21 +23,8 @@ namespace {
 
 using vref::int_spec;
 
-struct Case {
-  const char* name;
-  QuantSpec spec;
-  bool act_order;
-};
-
-std::vector<Case> cases() {
-  return {
-      {"int4_g64", int_spec(QDtype::kInt4, QScheme::kPerGroup, 64, true), false},
-      {"int4_g64_act_order", int_spec(QDtype::kInt4, QScheme::kPerGroup, 64, true), true},
-      {"uint4_g32_act_order", int_spec(QDtype::kUInt4, QScheme::kPerGroup, 32, false), true},
-      {"int4_per_channel", int_spec(QDtype::kInt4, QScheme::kPerChannel, 0, true), true},
-      {"int8_per_tensor", int_spec(QDtype::kInt8, QScheme::kPerTensor, 0, true), false},
-  };
-}
+using vref::Case;
+using vref::cases;
 
 QronosOptions opts(bool act_order, unsigned threads = 2) {
   QronosOptions o;
