@@ -69,15 +69,28 @@ Observed observe(const quant::CalibrationData& data) {
   return o;
 }
 
-TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
-  test::TempDir tmp;
+// fp8 weights and inputs with an fp8 KV cache, 6 calibration samples of 48 tokens.
+QuantizeOptions fp8_kv_options(const fs::path& out) {
   QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
-  o.output_dir = tmp.path() / "q";
+  o.output_dir = out;
   o.quant_scheme = "fp8";
   o.kv_cache_dtype = "fp8";
   o.num_calib_data = 6;
   o.seq_len = 48;
+  return o;
+}
+
+Observed observe_fp8_kv_samples() {
+  quant::CalibrationRequest req;
+  req.num_samples = 6;
+  req.seq_len = 48;
+  return observe(quant::load_calibration_data(QLOOM_DEMO_MODEL_DIR, req));
+}
+
+TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
+  test::TempDir tmp;
+  const QuantizeOptions o = fp8_kv_options(tmp.path() / "q");
   const QuantizeSummary s = quantize_model(o);
   ASSERT_TRUE(s.calibrated);
   EXPECT_EQ(s.calib_samples, 6u);
@@ -85,10 +98,7 @@ TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
   // 5 layers x 7 linears input scales + 5 x (k, v) output scales.
   EXPECT_EQ(s.static_scales, 5u * 7u + 5u * 2u);
 
-  quant::CalibrationRequest req;
-  req.num_samples = 6;
-  req.seq_len = 48;
-  const Observed obs = observe(quant::load_calibration_data(QLOOM_DEMO_MODEL_DIR, req));
+  const Observed obs = observe_fp8_kv_samples();
   const auto w = io::WeightIndex::open(o.output_dir);
   const quant::QuantSpec in_spec = *quant::get_scheme("fp8").linear.input;
   const quant::QuantSpec kv_spec = quant::kv_cache_spec("fp8");
@@ -117,19 +127,10 @@ TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
 // k/v maximum with the cache quantizers' scales); the config says so.
 TEST(CalibrationJob, PostRopeKvScalesAreObservedOnTheRotatedKeys) {
   test::TempDir tmp;
-  QuantizeOptions o;
-  o.model_dir = QLOOM_DEMO_MODEL_DIR;
-  o.output_dir = tmp.path() / "q";
-  o.quant_scheme = "fp8";
-  o.kv_cache_dtype = "fp8";
+  QuantizeOptions o = fp8_kv_options(tmp.path() / "q");
   o.kv_cache_post_rope = true;
-  o.num_calib_data = 6;
-  o.seq_len = 48;
   (void)quantize_model(o);
-  quant::CalibrationRequest req;
-  req.num_samples = 6;
-  req.seq_len = 48;
-  const Observed obs = observe(quant::load_calibration_data(QLOOM_DEMO_MODEL_DIR, req));
+  const Observed obs = observe_fp8_kv_samples();
   const auto w = io::WeightIndex::open(o.output_dir);
   const quant::QuantSpec kv_spec = quant::kv_cache_spec("fp8");
   const DType bf16 = DType::kBF16;

@@ -70,12 +70,6 @@ TEST(AutoSmoothQuantStageConfig, QuarkKeysStrictAndPerModelDefaults) {
             ErrorKind::kUnsupported);
 }
 
-struct FixtureCase {
-  const char* dir;
-  bool mha;
-  int min_groups;
-};
-
 class AutoSmoothQuantStageFixture : public ::testing::TestWithParam<FixtureCase> {};
 
 // W8A8 int8 (static per-tensor inputs): the fold is exact, the algo_config
@@ -111,9 +105,7 @@ TEST_P(AutoSmoothQuantStageFixture, SmoothedLayersComputeTheSameFunction) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, AutoSmoothQuantStageFixture,
                          ::testing::Values(FixtureCase{"llama", true, 8}, FixtureCase{"qwen2", false, 6},
                                            FixtureCase{"mixtral", true, 4}),
-                         [](const auto& info) {
-                           return std::string(info.param.dir) + (info.param.mha ? "_mha" : "_gqa");
-                         });
+                         [](const auto& info) { return fixture_case_name(info); });
 
 // ---- the grid search against a plain evaluation -------------------------------
 

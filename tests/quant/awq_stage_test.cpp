@@ -157,12 +157,6 @@ std::vector<std::unique_ptr<AlgorithmStage>> awq_stages(const nlohmann::json& cf
   return v;
 }
 
-struct FixtureCase {
-  const char* dir;
-  bool mha;
-  int min_groups;  // scaling groups folded over all layers (at least)
-};
-
 class AwqStageFixture : public ::testing::TestWithParam<FixtureCase> {};
 
 // Clip off: the clip search changes the function on purpose (it clamps
@@ -215,9 +209,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, AwqStageFixture,
                                            FixtureCase{"gemma2", false, 9}, FixtureCase{"qwen2", true, 12},
                                            FixtureCase{"qwen3", false, 6}, FixtureCase{"mixtral", true, 8},
                                            FixtureCase{"qwen2_moe", true, 12}),
-                         [](const auto& info) {
-                           return std::string(info.param.dir) + (info.param.mha ? "_mha" : "_gqa");
-                         });
+                         [](const auto& info) { return fixture_case_name(info); });
 
 TEST(AwqStage, LlamaMhaWritesQuarksLlamaMap) {
   FoldHarness h("llama", true);

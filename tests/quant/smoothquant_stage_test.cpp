@@ -90,12 +90,6 @@ std::vector<std::unique_ptr<AlgorithmStage>> sq_stages(const nlohmann::json& cfg
   return v;
 }
 
-struct FixtureCase {
-  const char* dir;
-  bool mha;
-  int min_groups;
-};
-
 class SmoothQuantStageFixture : public ::testing::TestWithParam<FixtureCase> {};
 
 TEST_P(SmoothQuantStageFixture, SmoothedLayersComputeTheSameFunction) {
@@ -127,9 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, SmoothQuantStageFixture,
                                            FixtureCase{"gemma", false, 6}, FixtureCase{"gemma3_text", false, 9},
                                            FixtureCase{"qwen2", true, 12}, FixtureCase{"mistral", false, 6},
                                            FixtureCase{"mixtral", true, 8}, FixtureCase{"qwen3_moe", true, 4}),
-                         [](const auto& info) {
-                           return std::string(info.param.dir) + (info.param.mha ? "_mha" : "_gqa");
-                         });
+                         [](const auto& info) { return fixture_case_name(info); });
 
 // At alpha 1 SmoothQuant's s_j is the input channel's max |x| (clamped): the
 // smoothed group sees inputs whose per-channel max is 1 — read here from the

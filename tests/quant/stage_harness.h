@@ -78,6 +78,21 @@ class CaptureStage final : public AlgorithmStage {
   WeightOverlay& out_;
 };
 
+// An engine fixture (tests/data/engine/<dir>) a folding stage runs on, with
+// its attention expanded to MHA or kept GQA, and the least number of scaling
+// groups the stage must fold over all layers.
+struct FixtureCase {
+  const char* dir;
+  bool mha;
+  int min_groups;
+};
+
+// The test-name suffix of a FixtureCase: "<dir>_mha" / "<dir>_gqa".
+template <class Info>
+std::string fixture_case_name(const Info& info) {
+  return std::string(info.param.dir) + (info.param.mha ? "_mha" : "_gqa");
+}
+
 struct StageRun {
   std::unique_ptr<WeightOverlay> folded;  // the float model after the stages
   PipelineSummary summary;
