@@ -28,12 +28,6 @@ using testfold::FoldHarness;
 using testfold::logit_rel_diff;
 using namespace teststage;
 
-std::vector<std::string> keys_of(const nlohmann::ordered_json& j) {
-  std::vector<std::string> k;
-  for (const auto& [key, v] : j.items()) k.push_back(key);
-  return k;
-}
-
 std::vector<std::unique_ptr<AlgorithmStage>> asq_stages(const nlohmann::json& cfg, const std::string& model_type) {
   std::vector<std::unique_ptr<AlgorithmStage>> v;
   v.push_back(make_algorithm_stage("autosmoothquant", cfg, model_type));

@@ -36,12 +36,6 @@ const char* kQuarkLlamaScalingLayers = R"([
    "inp": "mlp.gate_proj", "module2inspect": "mlp"},
   {"prev_op": "mlp.up_proj", "layers": ["mlp.down_proj"], "inp": "mlp.down_proj"}])";
 
-std::vector<std::string> keys_of(const nlohmann::ordered_json& j) {
-  std::vector<std::string> k;
-  for (const auto& [key, v] : j.items()) k.push_back(key);
-  return k;
-}
-
 Error config_error(const nlohmann::json& j) {
   return test::catch_error([&] { (void)AwqStageConfig::from_json(j); });
 }

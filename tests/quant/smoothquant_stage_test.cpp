@@ -25,12 +25,6 @@ using testfold::FoldHarness;
 using testfold::logit_rel_diff;
 using namespace teststage;
 
-std::vector<std::string> keys_of(const nlohmann::ordered_json& j) {
-  std::vector<std::string> k;
-  for (const auto& [key, v] : j.items()) k.push_back(key);
-  return k;
-}
-
 TEST(SmoothQuantStageConfig, AlphaPerModelTypeOverridable) {
   EXPECT_EQ(SmoothQuantStageConfig::from_json(nullptr, "llama").params.alpha, 1.0);
   EXPECT_EQ(SmoothQuantStageConfig::from_json(nullptr, "qwen2").params.alpha, 1.0);

@@ -78,6 +78,13 @@ class CaptureStage final : public AlgorithmStage {
   WeightOverlay& out_;
 };
 
+// The keys of an algo_config dict, in order (Quark's dataclass order).
+inline std::vector<std::string> keys_of(const nlohmann::ordered_json& j) {
+  std::vector<std::string> k;
+  for (const auto& [key, v] : j.items()) k.push_back(key);
+  return k;
+}
+
 // An engine fixture (tests/data/engine/<dir>) a folding stage runs on, with
 // its attention expanded to MHA or kept GQA, and the least number of scaling
 // groups the stage must fold over all layers.
