@@ -152,6 +152,14 @@ TEST(CalibrationJob, PostRopeKvScalesAreObservedOnTheRotatedKeys) {
   o.kv_cache_dtype.clear();  // post-RoPE without a KV cache is a usage error
   o.output_dir = tmp.path() / "q2";
   EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--kv_cache_post_rope");
+  // phi3 fuses k and v into qkv_proj, whose one scale covers the values too.
+  o = fp8_kv_options(tmp.path() / "q3");
+  o.model_dir = fs::path(QLOOM_TEST_DATA_DIR) / "engine" / "phi3";
+  o.kv_cache_post_rope = true;
+  const Error e = test::catch_error([&] { quantize_model(o); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_EQ(e.item(), "model.layers.0.self_attn.qkv_proj");
+  EXPECT_FALSE(fs::exists(o.output_dir));
 }
 
 TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {

@@ -183,10 +183,16 @@ namespace {
 
 // --kv_cache_post_rope: a key projection's KV scale is observed on the keys
 // after RoPE (Quark's cache integration observes them in Cache.update).
+// A fused qkv_proj's one output scale also covers the values, which RoPE
+// does not touch: refused rather than scaled from the keys alone.
 bool post_rope_key(const QuantizeOptions& o, const PlannedTensor& p) {
   if (!o.kv_cache_post_rope) return false;
   const std::string_view m = p.module;
-  return m.ends_with(".k_proj") || m.ends_with(".qkv_proj");
+  if (m.ends_with(".qkv_proj"))
+    throw Error(ErrorKind::kUnsupported, "", p.module,
+                "--kv_cache_post_rope needs separate k_proj / v_proj (this model fuses them into qkv_proj)",
+                "drop --kv_cache_post_rope: the KV scales are then observed on qkv_proj's output");
+  return m.ends_with(".k_proj");
 }
 
 }  // namespace
