@@ -29,6 +29,28 @@ struct InputMax {
   int64_t tokens = 0;
 };
 
+// The candidates in the layer's slots (prepacked) for the guard's lifetime;
+// the original weights are put back when it ends, also on an exception.
+class SwappedLinears {
+ public:
+  SwappedLinears(engine::LayerRunner& r, const AwqCandidates& cands) {
+    for (const auto& [name, w] : cands) {
+      engine::LinearWeight& slot = r.linear(name);
+      saved_.emplace_back(&slot, std::move(slot));
+      slot = w;
+      engine::prepack(slot);
+    }
+  }
+  ~SwappedLinears() {
+    for (auto& [slot, orig] : saved_) *slot = std::move(orig);
+  }
+  SwappedLinears(const SwappedLinears&) = delete;
+  SwappedLinears& operator=(const SwappedLinears&) = delete;
+
+ private:
+  std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved_;
+};
+
 // One inspected output of the reference pass, all samples in order.
 struct RefOutput {
   std::vector<float> values;
@@ -178,14 +200,7 @@ void AutoSmoothQuantStage::search(LayerSession& s, SearchGroup& sg, const InputM
 // output does not line up with the reference.
 double AutoSmoothQuantStage::candidate_loss(LayerSession& s, const SearchGroup& sg, const AwqCandidates& cands,
                                             std::span<const float> scales, const SmoothInputQuant& q) {
-  engine::LayerRunner& r = s.runner();
-  std::vector<std::pair<engine::LinearWeight*, engine::LinearWeight>> saved;
-  for (const auto& [name, w] : cands) {
-    engine::LinearWeight& slot = r.linear(name);
-    saved.emplace_back(&slot, std::move(slot));
-    slot = w;
-    engine::prepack(slot);
-  }
+  const SwappedLinears swap(s.runner(), cands);
   const std::set<std::string> readers(sg.g.linears.begin(), sg.g.linears.end());
   const RefOutput& ref = ref_.at(sg.out_module);
   const double p = scale_loss_power(c_.compute_scale_loss);
@@ -206,21 +221,15 @@ double AutoSmoothQuantStage::candidate_loss(LayerSession& s, const SearchGroup& 
     sum += scale_loss_sum(y, ref.values.data() + off, n, p);
     off += n;
   };
-  try {
-    for (size_t i = 0; i < s.samples(); ++i) {
-      off = ref.offsets[i];
-      end = ref.offsets[i + 1];
-      if (sg.ff)
-        s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
-      else
-        s.run_sample(i, h, sg.part);
-      aligned = aligned && off == end;
-    }
-  } catch (...) {
-    for (auto& [slot, orig] : saved) *slot = std::move(orig);
-    throw;
+  for (size_t i = 0; i < s.samples(); ++i) {
+    off = ref.offsets[i];
+    end = ref.offsets[i + 1];
+    if (sg.ff)
+      s.run_state(i, mid_[i], h, engine::LayerPart::kFeedForward);
+    else
+      s.run_sample(i, h, sg.part);
+    aligned = aligned && off == end;
   }
-  for (auto& [slot, orig] : saved) *slot = std::move(orig);
   if (!aligned || ref.values.empty()) return std::numeric_limits<double>::quiet_NaN();
   return sum / static_cast<double>(ref.values.size());
 }
