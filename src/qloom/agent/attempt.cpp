@@ -69,7 +69,7 @@ struct Restart {
   std::string from;  // "intake" or "plan"
 };
 
-std::string one_line(std::string s) {
+std::string flatten_newlines(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
   return s;
@@ -77,7 +77,7 @@ std::string one_line(std::string s) {
 
 std::string error_text(const Error& e) {
   std::string s = e.what();
-  return one_line(s);
+  return flatten_newlines(s);
 }
 
 bool under(const fs::path& p, const fs::path& dir) {
@@ -129,7 +129,7 @@ class AttemptRunner {
       else
         stop({"unclassified_failure", "in the " + ws_.last_phase() + " phase: " + error_text(e), {}});
     } catch (const std::exception& e) {
-      stop({"unclassified_failure", "in the " + ws_.last_phase() + " phase: internal error: " + one_line(e.what()), {}});
+      stop({"unclassified_failure", "in the " + ws_.last_phase() + " phase: internal error: " + flatten_newlines(e.what()), {}});
     }
     return report_;
   }
@@ -701,7 +701,7 @@ class AttemptRunner {
       try {
         tmpl = (fs::temp_directory_path() / "qloom-validator-self-test-XXXXXX").string();
       } catch (const std::exception& e) {
-        throw StopAttempt{"validator_self_test_failed", std::string("no scratch directory for the self-test: ") + one_line(e.what()), {}};
+        throw StopAttempt{"validator_self_test_failed", std::string("no scratch directory for the self-test: ") + flatten_newlines(e.what()), {}};
       }
       const char* dir = ::mkdtemp(tmpl.data());
       if (dir == nullptr)
@@ -712,7 +712,7 @@ class AttemptRunner {
         ok = validate::run_validator_self_test(dir).passed();
         if (!ok) why = "the validator's self-test reported a failed check";
       } catch (const std::exception& e) {
-        why = one_line(e.what());
+        why = flatten_newlines(e.what());
       }
       std::error_code ec;
       fs::remove_all(dir, ec);
@@ -752,29 +752,29 @@ class AttemptRunner {
       const bool skipped = s.status == validate::StepResult::Status::kSkipped;
       if (fail && s.number == 4) {
         FixHypothesis f;
-        f.root_cause = "Validator step 4 found tensor-name patterns that differ from the source: " + one_line(s.summary);
+        f.root_cause = "Validator step 4 found tensor-name patterns that differ from the source: " + flatten_newlines(s.summary);
         f.actions = {"re-export from scratch with --overwrite (same plan)"};
         f.risk = "a systematic naming bug in the exporter fails the same way; then it is an upstream change";
         f.plan_overrides = {{"overwrite_output", true}};
-        throw StopAttempt{"fuzzy_check_failed", "validation step 4 FAIL: " + one_line(s.summary), f};
+        throw StopAttempt{"fuzzy_check_failed", "validation step 4 FAIL: " + flatten_newlines(s.summary), f};
       }
       if (fail && s.number == 2)
-        throw StopAttempt{"must_validate_md5_mismatch", "validation step 2 FAIL: " + one_line(s.summary), {}};
+        throw StopAttempt{"must_validate_md5_mismatch", "validation step 2 FAIL: " + flatten_newlines(s.summary), {}};
       if (fail && s.number == 3) {
         // The repair (source business fields + quantization_config) did not
         // make step 3 pass, e.g. quantization_config itself is gone: only a
         // fresh export restores it (seed §8 #30: a fix inside the workspace).
         FixHypothesis f;
-        f.root_cause = "config.json of the export still differs from the source after the repair: " + one_line(s.summary);
+        f.root_cause = "config.json of the export still differs from the source after the repair: " + flatten_newlines(s.summary);
         f.actions = {"re-export from scratch with --overwrite (same plan), which rewrites config.json with its quantization_config"};
         f.risk = "if the exporter itself writes a wrong config the retry fails the same way";
         f.plan_overrides = {{"overwrite_output", true}};
-        throw StopAttempt{"unclassified_failure", "validation step 3 still FAIL after the auto-recover fix: " + one_line(s.summary), f};
+        throw StopAttempt{"unclassified_failure", "validation step 3 still FAIL after the auto-recover fix: " + flatten_newlines(s.summary), f};
       }
       if (fail && s.number == 1)
-        throw StopAttempt{"should_have_aux_missing", "validation step 1 still FAIL after repair: " + one_line(s.summary), {}};
+        throw StopAttempt{"should_have_aux_missing", "validation step 1 still FAIL after repair: " + flatten_newlines(s.summary), {}};
       if (fail && s.number == 5) {
-        const std::string t = one_line(s.summary);
+        const std::string t = flatten_newlines(s.summary);
         // qloom's engine lacks a feature the model needs (e.g. a RoPE type):
         // the checkpoint may be fine; only a change of qloom lets it verify.
         if (s.data.value("engine_error_kind", "") == "unsupported")
@@ -790,13 +790,13 @@ class AttemptRunner {
       }
       // Step 6: vLLM's Quark loader would refuse (or misload) the export.
       if (fail && s.number == 6)
-        throw StopAttempt{"quantized_load_failed", "validation step 6 FAIL: " + one_line(s.summary), {}};
+        throw StopAttempt{"quantized_load_failed", "validation step 6 FAIL: " + flatten_newlines(s.summary), {}};
       if (skipped && (s.number == 4 || s.number == 2 || s.number == 3))
-        recovered("must_validate_skipped", "step " + std::to_string(s.number) + " skipped: " + one_line(s.summary));
+        recovered("must_validate_skipped", "step " + std::to_string(s.number) + " skipped: " + flatten_newlines(s.summary));
       if (skipped && (s.number == 1 || s.number == 5 || s.number == 6)) {
-        recovered("nice_to_have_skipped", "step " + std::to_string(s.number) + " skipped: " + one_line(s.summary));
+        recovered("nice_to_have_skipped", "step " + std::to_string(s.number) + " skipped: " + flatten_newlines(s.summary));
         auto text = ws_.read_text("validation_report.md").value_or("");
-        text += "\n## Notes\n- step " + std::to_string(s.number) + " skipped: " + one_line(s.summary) + "\n";
+        text += "\n## Notes\n- step " + std::to_string(s.number) + " skipped: " + flatten_newlines(s.summary) + "\n";
         ws_.write_text("validation_report.md", text);
       }
     }

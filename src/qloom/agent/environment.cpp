@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "qloom/core/strings.h"
 #include "qloom/build_info.h"
 #include "qloom/core/convert.h"
 #include "qloom/core/format.h"
@@ -21,12 +22,6 @@
 namespace qloom::agent {
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r' || s[b] == '\n')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n')) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 // Whole small file, or nullopt when it cannot be opened.
 std::optional<std::string> slurp(const char* path) {

@@ -5,16 +5,11 @@
 #include <cmath>
 #include <fstream>
 
+#include "qloom/core/strings.h"
 #include "qloom/core/error.h"
 
 namespace qloom::agent {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 void require_finite(double v, const char* what) {
   if (!std::isfinite(v)) throw Error(ErrorKind::kInvalidInput, "", what, "score is not a finite number");
@@ -47,7 +42,7 @@ MeanSd mean_sd(const std::vector<double>& v) {
 }
 
 MetricDirection metric_direction(std::string_view metric_name) {
-  const std::string m = lower(metric_name);
+  const std::string m = lower_ascii(metric_name);
   for (const char* key : {"ppl", "perplexity", "kld", "kl_div", "loss", "nll"})
     if (m.find(key) != std::string::npos) return MetricDirection::kLowerIsBetter;
   return MetricDirection::kHigherIsBetter;

@@ -4,27 +4,23 @@
 #include <regex>
 #include <vector>
 
+#include "qloom/core/strings.h"
 #include "qloom/agent/eval_phase.h"
 
 namespace qloom::agent {
 namespace {
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
 
 // The cells of a markdown table row "| a | b |"; empty when the line is not one.
 std::vector<std::string> cells(const std::string& line) {
-  const std::string t = trim(line);
+  const std::string t = trim(line, " \t");
   std::vector<std::string> out;
   if (t.size() < 2 || t.front() != '|' || t.back() != '|') return out;
   size_t pos = 1;
   while (pos < t.size()) {
     const size_t bar = t.find('|', pos);
     if (bar == std::string::npos) break;
-    out.push_back(trim(t.substr(pos, bar - pos)));
+    out.push_back(trim(t.substr(pos, bar - pos), " \t"));
     pos = bar + 1;
   }
   return out;

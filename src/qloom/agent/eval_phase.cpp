@@ -29,7 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace eval_text;  // NOLINT: the helpers are this file's vocabulary
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 constexpr const char* kSamplesFormat = "qloom-eval-samples/1";
 constexpr const char* kSourceMd = "source_eval.md";
@@ -134,8 +134,8 @@ Side side_from_report(const std::string& role, const std::string& model, const e
   return s;
 }
 
-json samples_json(const Side& s, const EvalMetric& m, const json& key) {
-  json j;
+ojson samples_json(const Side& s, const EvalMetric& m, const ojson& key) {
+  ojson j;
   j["format"] = kSamplesFormat;
   j["role"] = s.role;
   j["model"] = s.model;
@@ -146,7 +146,7 @@ json samples_json(const Side& s, const EvalMetric& m, const json& key) {
   j["unit"] = unit_of(m);
   j["units_used"] = s.units_used;
   j["units_total"] = s.units_total;
-  j["limit_used"] = s.limit_used() ? json(*s.limit_used()) : json(nullptr);
+  j["limit_used"] = s.limit_used() ? ojson(*s.limit_used()) : ojson(nullptr);
   j["seq_len"] = s.seq_len;
   j["protocol"] = s.protocol;
   j["score"] = headline_score(s, m);
@@ -162,7 +162,7 @@ json samples_json(const Side& s, const EvalMetric& m, const json& key) {
 }
 
 // The cached source side, or nullopt (with `why`) when the files cannot be reused.
-std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, const json& key,
+std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, const ojson& key,
                                        std::string& why) {
   std::error_code ec;
   if (!fs::is_regular_file(ws / kSourceMd, ec)) {
@@ -183,7 +183,7 @@ std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, 
                                            : std::string());
     return std::nullopt;
   }
-  const json j = json::parse(io::read_text_file(ws / kSourceSamples), nullptr, false);
+  const ojson j = ojson::parse(io::read_text_file(ws / kSourceSamples), nullptr, false);
   if (!j.is_object() || j.value("format", "") != kSamplesFormat || j.value("role", "") != "source") {
     why = std::string(kSourceSamples) + " is not a " + kSamplesFormat + " source file";
     return std::nullopt;
@@ -231,9 +231,9 @@ std::optional<Side> read_cached_source(const fs::path& ws, const EvalMetric& m, 
 
 // ---- the cache key ----
 
-std::string absolute_path(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
+std::string absolute_normal(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }
 
-json source_fingerprint(const fs::path& dir) {
+ojson source_fingerprint(const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -242,9 +242,9 @@ json source_fingerprint(const fs::path& dir) {
       files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  json out = json::array();
+  ojson out = ojson::array();
   for (const fs::path& f : files) {
-    json e;
+    ojson e;
     e["name"] = f.filename().string();
     e["bytes"] = fs::file_size(f, ec);
     const auto sys = std::chrono::file_clock::to_sys(fs::last_write_time(f, ec));
@@ -255,17 +255,17 @@ json source_fingerprint(const fs::path& dir) {
   return out;
 }
 
-json cache_key(const EvalPhaseOptions& o, const EvalMetric& m) {
-  json k;
+ojson cache_key(const EvalPhaseOptions& o, const EvalMetric& m) {
+  ojson k;
   k["metric_name"] = m.metric_name;
   k["task"] = m.task;
   k["dataset"] = m.dataset;
   k["protocol"] = is_text_task(m.task) ? o.protocol : "";
   k["seq_len"] = is_text_task(m.task) ? o.seq_len : 0;
   k["max_gen_toks"] = is_text_task(m.task) ? 0 : o.max_gen_toks;
-  k["limit"] = o.limit ? json(*o.limit) : json(nullptr);
+  k["limit"] = o.limit ? ojson(*o.limit) : ojson(nullptr);
   k["time_budget_s"] = o.time_budget_s > 0 ? o.time_budget_s : 0.0;
-  k["source_dir"] = absolute_path(o.source_dir);
+  k["source_dir"] = absolute_normal(o.source_dir);
   if (!o.source_server.empty() && !is_text_task(m.task)) k["source_server"] = o.source_server;
   k["source_files"] = source_fingerprint(o.source_dir);
   return k;
@@ -416,8 +416,8 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
     return res;
   }
 
-  const std::string source_abs = absolute_path(o.source_dir);
-  const std::string quant_abs = absolute_path(o.quantized_dir);
+  const std::string source_abs = absolute_normal(o.source_dir);
+  const std::string quant_abs = absolute_normal(o.quantized_dir);
   eval::EvalOptions base;
   base.dataset = m.dataset;
   base.protocol = o.protocol;
@@ -434,7 +434,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
                                         "every position's full distribution, so the evaluation servers were not used");
 
   // ---- source (cached across attempts) ----
-  const json key = cache_key(o, m);
+  const ojson key = cache_key(o, m);
   std::string why;
   std::optional<Side> source = read_cached_source(ws, m, key, why);
   if (source) {
@@ -519,7 +519,7 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
   res.verdict = judge(res.gap, res.threshold.value);
   if (!res.gap.note.empty()) res.notes.push_back(res.gap.note);
 
-  json report = eval_report_json(res.gap, m.dataset, q.server.empty() ? std::string(kBackend) : q.backend,
+  ojson report = eval_report_json(res.gap, m.dataset, q.server.empty() ? std::string(kBackend) : q.backend,
                                  res.limit_used ? std::optional<size_t>(size_t(*res.limit_used)) : std::nullopt);
   report["n_unit"] = is_text_task(m.task) ? "tokens" : unit_of(m);
   report["limit_unit"] = unit_of(m);
@@ -536,24 +536,24 @@ EvalPhaseResult run_eval_phase(const EvalPhaseOptions& o) {
   report["threshold"] = res.threshold.value;
   report["threshold_source"] = res.threshold.source;
   report["verdict"] = verdict_name(res.verdict);
-  report["notes"] = res.gap.note.empty() ? json::array() : json::array({res.gap.note});
+  report["notes"] = res.gap.note.empty() ? ojson::array() : ojson::array({res.gap.note});
   if (m.task == "gsm8k") {
     const bool flexible = m.headline == "exact_match,flexible-extract";
-    json sec;
+    ojson sec;
     sec["metric"] = flexible ? "exact_match,strict-match" : "exact_match,flexible-extract";
     sec["source"] = accuracy_of(flexible ? source->strict : source->flexible);
     sec["quantized"] = accuracy_of(flexible ? q.strict : q.flexible);
     report["secondary"] = sec;
   } else if (is_mc_task(m.task) && eval::find_mc_task(m.task)->acc_norm) {
     const bool norm = headline_is_second(m);
-    json sec;
+    ojson sec;
     sec["metric"] = norm ? "acc" : "acc_norm";
     sec["source"] = accuracy_of(norm ? source->strict : source->flexible);
     sec["quantized"] = accuracy_of(norm ? q.strict : q.flexible);
     report["secondary"] = sec;
   } else if (m.task == "kld") {
     const eval::KldSummary& k = qr.kld;
-    json kj;
+    ojson kj;
     kj["mean"] = k.kld_mean;
     kj["mean_stderr"] = k.kld_mean_stderr;
     kj["median"] = k.kld_median;

@@ -2,16 +2,12 @@
 
 #include <sstream>
 
+#include "qloom/core/strings.h"
 #include "qloom/core/error.h"
 
 namespace qloom::agent {
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 // Text between "## <title>" and the next "## " heading.
 std::string section(const std::string& text, const std::string& title, const std::string& file) {

@@ -222,12 +222,6 @@ size_t closing_quote(const std::string& s, size_t i) {
 
 }  // namespace
 
-std::string lower_ascii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::vector<Token> lex(std::string_view prompt) {
   const std::string s = ascii_punctuation(prompt);
   Lexer lx;

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "qloom/core/strings.h"
+
 namespace qloom::agent::detail {
 
 enum class TokKind { kWord, kNumber, kPath, kHubId, kQuoted };
@@ -37,8 +39,5 @@ struct Token {
 };
 
 std::vector<Token> lex(std::string_view prompt);
-
-// Lowercase ASCII copy.
-std::string lower_ascii(std::string_view s);
 
 }  // namespace qloom::agent::detail

@@ -245,7 +245,7 @@ struct Layout {
   uint64_t other_params = 0;  // embeddings, norms, biases
 };
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
+std::string join_with(const std::vector<std::string>& v, const char* sep) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
   return s;
@@ -339,10 +339,10 @@ Layout build_layout(const Dims& d) {
   // Formula, e.g. "5 layers x 4 attention (q,k,v,o) + 5 dense layers x 3 MLP
   // (gate,up,down) + lm_head 0 (tied to the embeddings) = 35".
   std::string f = std::to_string(d.layers) + " layers x " + std::to_string(attn.size()) + " attention (" +
-                  join(attn, ",") + ")";
+                  join_with(attn, ",") + ")";
   if (!dense.empty())
     f += " + " + std::to_string(dense.size()) + " dense layers x " + std::to_string(mlp.size()) + " MLP (" +
-         join(mlp, ",") + ")";
+         join_with(mlp, ",") + ")";
   if (!moe.empty()) {
     f += " + " + std::to_string(moe.size()) + " MoE layers x (1 router + " + std::to_string(E) + " experts x 3";
     if (S > 0) f += " + 3 shared expert";
@@ -626,7 +626,7 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
   // ---- risks, in the documented order ----
   if (partial)
     risks.push_back({"incomplete_config", "high",
-                     "config.json does not state " + join(missing, ", ") +
+                     "config.json does not state " + join_with(missing, ", ") +
                          "; the linear layers and sizes cannot be derived",
                      "use the model's complete Hugging Face config.json, or name the missing facts"});
   if (quant_method)
@@ -676,7 +676,7 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
                      "check the disk and time estimates in the plan; prefer RTN or fewer calibration samples"});
   if (!mm.empty())
     risks.push_back({"multimodal", "medium",
-                     "multimodal config (" + join(mm, ", ") +
+                     "multimodal config (" + join_with(mm, ", ") +
                          "): only the language model's linear layers are counted and quantized",
                      "keep vision / audio towers excluded (the Quark template does)"});
   if (!partial && !d.from_engine)
@@ -847,7 +847,7 @@ std::string render_analysis_summary(const nlohmann::json& a) {
   std::string type = m.at("model_type").get<std::string>().empty() ? "(none)" : m.at("model_type").get<std::string>();
   if (!m.at("architectures").empty()) {
     std::vector<std::string> arch = m.at("architectures").get<std::vector<std::string>>();
-    type += " (" + join(arch, ", ") + ")";
+    type += " (" + join_with(arch, ", ") + ")";
   }
   row("Model type", type);
   row("Hidden layers", str(m.at("num_hidden_layers")));
@@ -867,7 +867,7 @@ std::string render_analysis_summary(const nlohmann::json& a) {
     moe += ", " + str(x.at("moe_layers")) + " MoE layers)";
   }
   row("MoE", moe);
-  row("Exclude defaults", "[" + join(t.at("exclude_defaults").get<std::vector<std::string>>(), ", ") + "]");
+  row("Exclude defaults", "[" + join_with(t.at("exclude_defaults").get<std::vector<std::string>>(), ", ") + "]");
   const json& risks = a.at("risks");
   if (risks.empty()) {
     row("Risks", "None");

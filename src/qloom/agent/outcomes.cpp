@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qloom/core/strings.h"
 #include "qloom/agent/eval_gap.h"
 
 namespace qloom::agent {
@@ -57,17 +58,6 @@ bool read_text(const fs::path& p, std::string& out) {
   return true;
 }
 
-std::string trim(std::string s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Phases in order (seed 000 §3); a phase's index tells which artifacts must exist.
 constexpr std::string_view kPhases[] = {"pre", "intake", "plan", "manifest", "exec", "export", "validate", "eval"};
@@ -176,7 +166,7 @@ Classification classify_workspace(const fs::path& ws, std::optional<double> call
     return make("unclassified_failure", "blocked.md has no 'outcome_id: <id>' first line", phase);
   }
   if (read_text(ws / "eval_skipped.txt", text)) {
-    const std::string t = lower(text);
+    const std::string t = lower_ascii(text);
     const std::string why = "eval_skipped.txt: " + trim(text);
     if (t.find("oom") != std::string::npos) return make("eval_oom", why, phase);
     if (t.find("vllm") != std::string::npos || t.find("sglang") != std::string::npos ||

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using oj = nlohmann::ordered_json;
 
-struct Risk {
+struct PlanRisk {
   std::string id, severity, message, hint;
 };
 
@@ -110,7 +110,7 @@ std::string scheme_layer_problem(const std::string& scheme, uint64_t out, uint64
 nlohmann::ordered_json build_quant_plan(const Intent& in, const nlohmann::json& analysis, const PlanOptions& opt) {
   std::vector<OpenQuestion> questions = in.open_questions;
   std::vector<std::string> notes = in.notes;
-  std::vector<Risk> risks;
+  std::vector<PlanRisk> risks;
   auto ask = [&](const std::string& field, const std::string& q) {
     for (const auto& x : questions)
       if (x.field == field && x.question == q) return;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "qloom/core/strings.h"
 #include "qloom/agent/artifact_schema.h"
 #include "qloom/core/error.h"
 #include "qloom/io/atomic_dir.h"
@@ -14,11 +15,6 @@ namespace qloom::agent {
 namespace fs = std::filesystem;
 
 namespace {
-std::string trim(std::string s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 }  // namespace
 
 Workspace::Workspace(fs::path dir) : dir_(std::move(dir)) {}

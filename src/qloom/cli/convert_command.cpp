@@ -25,13 +25,13 @@
 namespace qloom::cli {
 namespace {
 
-void print_progress(const model::GgufConvertProgress& p) {
+void print_convert_progress(const model::GgufConvertProgress& p) {
   std::fprintf(stderr, "[%*zu/%zu] %-28s -> %-48s %-7s %-12s %7.2f s\n",
                static_cast<int>(std::to_string(p.total).size()), p.index, p.total, p.gguf_name.c_str(),
                p.hf_name.c_str(), p.type_in.c_str(), p.shape.c_str(), p.seconds);
 }
 
-void print_summary(const std::string& in, const std::string& dtype, const model::GgufConvertSummary& s) {
+void print_convert_summary(const std::string& in, const std::string& dtype, const model::GgufConvertSummary& s) {
   std::printf("\nqloom convert: %s -> %s (%s, %s)\n", in.c_str(), s.output_dir.string().c_str(),
               s.model_type.c_str(), dtype.c_str());
   std::printf("  %-14s %s\n", "tensors", format_count(s.tensors).c_str());
@@ -115,9 +115,9 @@ void register_convert(CLI::App& app, CommandFn& run) {
       model::GgufConvertOptions opts;
       opts.dtype = o->dtype == "f32" ? DType::kF32 : DType::kBF16;
       const bool show = o->progress == "on" || (o->progress == "auto" && ::isatty(STDERR_FILENO));
-      if (show) opts.progress = print_progress;
+      if (show) opts.progress = print_convert_progress;
       const auto s = model::convert_gguf(o->input, o->output_dir, opts);
-      print_summary(o->input, o->dtype, s);
+      print_convert_summary(o->input, o->dtype, s);
       return 0;
     };
   });

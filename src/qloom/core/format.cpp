@@ -5,6 +5,18 @@
 
 namespace qloom {
 
+std::string format_printf(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
+std::string format_fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 std::string format_count(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;

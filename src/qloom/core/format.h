@@ -14,6 +14,10 @@ std::string format_bytes(uint64_t n);
 // A tensor shape: {576, 64} -> "[576, 64]" (compact: "[576,64]", as
 // llama-quantize's progress lines print it).
 std::string format_shape(const std::vector<uint64_t>& shape, bool compact = false);
+// One number through a printf format: format_printf("%.4f", 0.5) -> "0.5000".
+std::string format_printf(const char* printf_format, double v);
+// Fixed-point with `decimals` digits: format_fixed(2.345, 1) -> "2.3".
+std::string format_fixed(double v, int decimals);
 // Seconds as "0.42 s", "3.1 s", "2m05s", "1h02m".
 std::string format_duration(double seconds);
 

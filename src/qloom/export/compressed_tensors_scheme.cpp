@@ -13,7 +13,7 @@ using quant::QDtype;
 using quant::QScheme;
 using quant::QuantSpec;
 
-[[noreturn]] void unsupported(const std::string& where, const std::string& why) {
+[[noreturn]] void ct_unsupported(const std::string& where, const std::string& why) {
   throw Error(ErrorKind::kUnsupported, "", where, "compressed-tensors cannot express this: " + why,
               "export this model as Quark hf_format only, or quantize it with a scheme compressed-tensors "
               "supports (int4/uint4 groups or per-channel, int8, fp8, ptpc_fp8)");
@@ -45,11 +45,11 @@ nlohmann::ordered_json args_json(int bits, bool is_float, bool symmetric, const 
 
 void check_common(const QuantSpec& s, const std::string& where) {
   if (s.scale_format != quant::ScaleFormat::kFloat)
-    unsupported(where, "e8m0 (MX) scales; compressed-tensors' mxfp4 format has other conventions and qloom does not convert to it");
+    ct_unsupported(where, "e8m0 (MX) scales; compressed-tensors' mxfp4 format has other conventions and qloom does not convert to it");
   if (!(s.scale_type.empty() || s.scale_type == "float"))
-    unsupported(where, "scale_type '" + s.scale_type + "' (only plain float scales are carried over)");
+    ct_unsupported(where, "scale_type '" + s.scale_type + "' (only plain float scales are carried over)");
   if (!is_int(s.dtype) && s.dtype != QDtype::kFp8E4M3)
-    unsupported(where, std::string("element dtype ") + quant::quant_dtype_name(s.dtype));
+    ct_unsupported(where, std::string("element dtype ") + quant::quant_dtype_name(s.dtype));
 }
 
 int bits_of(const QuantSpec& s) { return quant::quant_dtype_bits(s.dtype); }
@@ -67,7 +67,7 @@ void put_bytes(std::vector<std::byte>& out, const void* p, size_t n) {
   out.insert(out.end(), b, b + n);
 }
 
-std::vector<std::byte> encode_floats(const std::vector<float>& v, DType dtype, const std::string& name) {
+std::vector<std::byte> ct_encode_floats(const std::vector<float>& v, DType dtype, const std::string& name) {
   std::vector<std::byte> out;
   out.reserve(v.size() * dtype_info(dtype).bits / 8);
   for (float x : v) {
@@ -106,44 +106,44 @@ std::vector<uint64_t> scale_shape(const QuantSpec& w, uint64_t out, uint64_t in)
 
 nlohmann::ordered_json ct_weight_args(const QuantSpec& w, const std::string& where) {
   check_common(w, where);
-  if (w.is_dynamic) unsupported(where, "dynamic weight quantization");
+  if (w.is_dynamic) ct_unsupported(where, "dynamic weight quantization");
   const bool fl = w.dtype == QDtype::kFp8E4M3;
-  if (fl && !w.symmetric) unsupported(where, "asymmetric fp8 weights");
+  if (fl && !w.symmetric) ct_unsupported(where, "asymmetric fp8 weights");
   if (is_unsigned(w.dtype) == w.symmetric && !fl)
-    unsupported(where, std::string(quant::quant_dtype_name(w.dtype)) +
+    ct_unsupported(where, std::string(quant::quant_dtype_name(w.dtype)) +
                            (w.symmetric ? " with symmetric=true" : " with symmetric=false") +
                            " (qloom's schemes pair int with symmetric and uint with asymmetric)");
   switch (w.qscheme) {
     case QScheme::kPerTensor:
-      if (bits_of(w) == 4) unsupported(where, "per-tensor 4-bit weights (this converter writes groups and channels)");
+      if (bits_of(w) == 4) ct_unsupported(where, "per-tensor 4-bit weights (this converter writes groups and channels)");
       return args_json(8, fl, w.symmetric, nullptr, "tensor", false, "memoryless_minmax");
     case QScheme::kPerChannel:
-      if (w.ch_axis != 0) unsupported(where, "per-channel weight scales along axis " + std::to_string(w.ch_axis));
+      if (w.ch_axis != 0) ct_unsupported(where, "per-channel weight scales along axis " + std::to_string(w.ch_axis));
       return args_json(bits_of(w), fl, w.symmetric, nullptr, "channel", false, "memoryless_minmax");
     case QScheme::kPerGroup:
-      if (fl) unsupported(where, "per-group fp8 weights");
+      if (fl) ct_unsupported(where, "per-group fp8 weights");
       return args_json(bits_of(w), false, w.symmetric, w.group_size, "group", false, "memoryless_minmax");
   }
-  unsupported(where, "unknown qscheme");
+  ct_unsupported(where, "unknown qscheme");
 }
 
 nlohmann::ordered_json ct_activation_args(const QuantSpec& a, const std::string& where) {
   check_common(a, where);
-  if (bits_of(a) != 8) unsupported(where, "activations of other than 8 bits");
-  if (!a.symmetric) unsupported(where, "asymmetric activations (not produced by qloom's schemes; not converted)");
+  if (bits_of(a) != 8) ct_unsupported(where, "activations of other than 8 bits");
+  if (!a.symmetric) ct_unsupported(where, "asymmetric activations (not produced by qloom's schemes; not converted)");
   const bool fl = a.dtype == QDtype::kFp8E4M3;
   if (a.qscheme == QScheme::kPerTensor)
     return args_json(8, fl, true, nullptr, "tensor", a.is_dynamic,
                      a.is_dynamic ? nlohmann::json(nullptr) : nlohmann::json("static_minmax"));
   if (a.qscheme == QScheme::kPerChannel && a.is_dynamic && a.ch_axis == 1)
     return args_json(8, fl, true, nullptr, "token", true, nullptr);
-  unsupported(where, "activation scales other than per-tensor (static or dynamic) and dynamic per-token");
+  ct_unsupported(where, "activation scales other than per-tensor (static or dynamic) and dynamic per-token");
 }
 
 nlohmann::ordered_json ct_kv_cache_args(const QuantSpec& o, const std::string& where) {
   check_common(o, where);
   if (o.dtype != QDtype::kFp8E4M3 || o.qscheme != QScheme::kPerTensor || o.is_dynamic || !o.symmetric)
-    unsupported(where, "a KV-cache spec other than static per-tensor fp8_e4m3");
+    ct_unsupported(where, "a KV-cache spec other than static per-tensor fp8_e4m3");
   return args_json(8, true, true, nullptr, "tensor", false, nullptr);
 }
 
@@ -164,7 +164,7 @@ std::vector<io::TensorSpec> ct_weight_specs(const std::string& module, uint64_t 
     v.push_back({module + ".weight_packed", DType::kI32, {out, (in * b + 31) / 32}});
     v.push_back({module + ".weight_scale", scale_dtype, ss});
     if (!w.symmetric) {
-      if (w.qscheme == QScheme::kPerTensor) unsupported(module, "asymmetric per-tensor packed weights");
+      if (w.qscheme == QScheme::kPerTensor) ct_unsupported(module, "asymmetric per-tensor packed weights");
       v.push_back({module + ".weight_zero_point", DType::kI32, {(out * b + 31) / 32, ss[1]}});
     }
     v.push_back({module + ".weight_shape", DType::kI64, {2}});
@@ -217,7 +217,7 @@ std::vector<ExportedTensor> ct_weight_tensors(const std::string& module, const q
     put_bytes(t[k++].data, sc.data(), sc.size());
   }
   // Scales: same element order ([out, groups] row-major) as QuantizedTensor.
-  t[k].data = encode_floats(qt.scales, sd, t[k].name);
+  t[k].data = ct_encode_floats(qt.scales, sd, t[k].name);
   ++k;
   if (!w.symmetric) {
     const uint64_t g = num_groups(w, in);
@@ -247,7 +247,7 @@ std::vector<ExportedTensor> ct_weight_tensors(const std::string& module, const q
 }
 
 ExportedTensor ct_scalar_tensor(const std::string& name, float value, DType dtype) {
-  return {name, dtype, {1}, encode_floats({value}, dtype, name)};
+  return {name, dtype, {1}, ct_encode_floats({value}, dtype, name)};
 }
 
 }  // namespace qloom::exporter

@@ -31,7 +31,7 @@ std::string str_or(const json& j, const char* key, const std::string& fallback) 
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-[[noreturn]] void unsupported(const fs::path& file, const std::string& item, const std::string& what) {
+[[noreturn]] void gguf_unsupported(const fs::path& file, const std::string& item, const std::string& what) {
   throw Error(ErrorKind::kUnsupported, file.string(), item, what,
               "GGUF export supports byte-level BPE (gpt2) and SentencePiece-style BPE (llama) tokenizers");
 }
@@ -52,7 +52,7 @@ std::string byte_level_pre(const json& pre, const fs::path& file) {
       if (re == kQwen2Split) return "qwen2";
     }
   }
-  unsupported(file, "pre_tokenizer", "byte-level pre-tokenizer " + pre.dump() + " has no llama.cpp name qloom maps");
+  gguf_unsupported(file, "pre_tokenizer", "byte-level pre-tokenizer " + pre.dump() + " has no llama.cpp name qloom maps");
 }
 
 struct Vocab {
@@ -194,7 +194,7 @@ void add_llama_vocab(io::GgufWriter& w, const json& tj, Vocab v, const fs::path&
   const json& pre = tj["pre_tokenizer"];
   const std::string scheme = str_or(pre, "prepend_scheme", pre.value("add_prefix_space", true) ? "always" : "never");
   if (str_or(pre, "replacement", "\xe2\x96\x81") != "\xe2\x96\x81")
-    unsupported(file, "pre_tokenizer.replacement", "a Metaspace replacement other than U+2581");
+    gguf_unsupported(file, "pre_tokenizer.replacement", "a Metaspace replacement other than U+2581");
   const json& norm = tj.contains("normalizer") ? tj["normalizer"] : json();
   if (!norm.is_null())
     warnings.push_back("tokenizer.json normalizer " + norm.dump() +
@@ -257,7 +257,7 @@ void add_tokenizer_metadata(io::GgufWriter& w, const fs::path& model_dir, const 
   const json tc = fs::is_regular_file(model_dir / "tokenizer_config.json")
                       ? io::read_json_file(model_dir / "tokenizer_config.json") : json::object();
   if (!tj.contains("model") || str_or(tj["model"], "type", "") != "BPE")
-    unsupported(file, "model.type", "tokenizer model '" + (tj.contains("model") ? str_or(tj["model"], "type", "") : "") +
+    gguf_unsupported(file, "model.type", "tokenizer model '" + (tj.contains("model") ? str_or(tj["model"], "type", "") : "") +
                                         "' (only BPE tokenizers map to GGUF's gpt2 / llama vocabularies)");
   Vocab v = read_vocab(tj, cfg.vocab_size, file);
   const json& pre = tj.contains("pre_tokenizer") ? tj["pre_tokenizer"] : json();
@@ -266,7 +266,7 @@ void add_tokenizer_metadata(io::GgufWriter& w, const fs::path& model_dir, const 
   else if (is_byte_level(tj.value("decoder", json())))
     add_gpt2_vocab(w, tj, std::move(v), file, warnings);
   else
-    unsupported(file, "pre_tokenizer", "neither byte-level BPE nor Metaspace BPE with byte fallback");
+    gguf_unsupported(file, "pre_tokenizer", "neither byte-level BPE nor Metaspace BPE with byte fallback");
   add_special_ids(w, cfg.raw, tc, tj, read_vocab(tj, cfg.vocab_size, file));
   if (const auto t = chat_template(model_dir, tc)) w.add_string("tokenizer.chat_template", *t);
 }

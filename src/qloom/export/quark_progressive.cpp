@@ -29,7 +29,7 @@ std::string stage2_name(const std::string& module, const std::string& name) {
 }
 
 DType stage1_scale_dtype(const quant::QuantSpec& first, DType model_dtype) {
-  return quark_scale_dtype(first, model_dtype);
+  return exporter::quark_scale_dtype(first, model_dtype);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "qloom/core/strings.h"
 #include "qloom/core/error.h"
 
 namespace qloom::io {
@@ -111,11 +112,7 @@ std::vector<uint64_t> GgufTensorInfo::shape() const { return {ne.rbegin(), ne.re
 
 namespace {
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-using NameIndex = std::unordered_map<std::string, size_t, StringHash, std::equal_to<>>;
+using NameIndex = std::unordered_map<std::string, size_t, TransparentStringHash, std::equal_to<>>;
 
 // "a uint32", "an array of string", ... for error messages.
 std::string describe(const GgufValue& v) {

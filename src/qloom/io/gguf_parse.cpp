@@ -11,17 +11,16 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/core/strings.h"
 #include "qloom/io/gguf.h"
 #include "qloom/io/json_read.h"
 
 namespace qloom::io {
 namespace {
 
-constexpr const char* kCorruptRemedy =
+constexpr const char* kGgufRemedy =
     "the file is corrupt or truncated; re-download it or convert it again";
 constexpr uint64_t kMaxInt64 = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-
-std::string u64s(uint64_t v) { return std::to_string(v); }
 
 // Smallest encoding of one value of each type: what a count of them needs at
 // the least, so a count beyond remaining / min_bytes is an error.
@@ -49,10 +48,10 @@ class Parser {
   void need(uint64_t n, const std::string& item, const std::string& what) const {
     if (n > left())
       throw_invalid(file_, item,
-                    "file ends at byte " + u64s(b_.size()) + " inside " + what + " (needs " +
-                        u64s(n) + " bytes at offset " + u64s(pos_) + ", " + u64s(left()) +
+                    "file ends at byte " + to_decimal(b_.size()) + " inside " + what + " (needs " +
+                        to_decimal(n) + " bytes at offset " + to_decimal(pos_) + ", " + to_decimal(left()) +
                         " left): the file is truncated",
-                    kCorruptRemedy);
+                    kGgufRemedy);
   }
   uint64_t read_le(unsigned n, const std::string& item, const std::string& what) {
     need(n, item, what);
@@ -90,9 +89,9 @@ std::string Parser::str(const std::string& item, const std::string& what) {
   const uint64_t n = u64(item, what + " length");
   if (n > kMaxGgufStringBytes)
     throw_invalid(file_, item,
-                  what + " claims " + u64s(n) + " bytes, more than the " +
-                      u64s(kMaxGgufStringBytes) + "-byte limit",
-                  kCorruptRemedy);
+                  what + " claims " + to_decimal(n) + " bytes, more than the " +
+                      to_decimal(kMaxGgufStringBytes) + "-byte limit",
+                  kGgufRemedy);
   need(n, item, what);
   std::string s(reinterpret_cast<const char*>(b_.data() + pos_), static_cast<size_t>(n));
   pos_ += n;
@@ -107,9 +106,9 @@ void Parser::parse_preamble(GgufHeader& h) {
   pos_ = 4;
   h.version = u32("version", "the version");
   if (h.version != 2 && h.version != 3) {
-    std::string why = "GGUF version " + u64s(h.version) + " is not supported (qloom reads 2 and 3)";
+    std::string why = "GGUF version " + to_decimal(h.version) + " is not supported (qloom reads 2 and 3)";
     if ((h.version & 0xFFFF) == 0 && h.version != 0)
-      why = "the version field reads " + u64s(h.version) +
+      why = "the version field reads " + to_decimal(h.version) +
             ": this is a big-endian GGUF file, which qloom does not read";
     throw Error(ErrorKind::kUnsupported, file_, "version", why,
                 "convert the model again with a current llama.cpp (little-endian, GGUF v3)");
@@ -119,30 +118,30 @@ void Parser::parse_preamble(GgufHeader& h) {
   // A tensor info takes >= 24 bytes (empty name, no dims), a KV >= 13.
   if (tensor_count_ > left() / 24)
     throw_invalid(file_, "tensor_count",
-                  "tensor count " + u64s(tensor_count_) + " cannot fit in the " + u64s(left()) +
+                  "tensor count " + to_decimal(tensor_count_) + " cannot fit in the " + to_decimal(left()) +
                       " bytes left in the file",
-                  kCorruptRemedy);
+                  kGgufRemedy);
   if (kv_count_ > left() / 13)
     throw_invalid(file_, "metadata_kv_count",
-                  "metadata key/value count " + u64s(kv_count_) + " cannot fit in the " +
-                      u64s(left()) + " bytes left in the file",
-                  kCorruptRemedy);
+                  "metadata key/value count " + to_decimal(kv_count_) + " cannot fit in the " +
+                      to_decimal(left()) + " bytes left in the file",
+                  kGgufRemedy);
 }
 
 GgufValueType Parser::value_type(uint32_t raw, const std::string& key,
                                  const std::string& what) const {
   if (raw > static_cast<uint32_t>(GgufValueType::kF64))
     throw_invalid(file_, key,
-                  what + " " + u64s(raw) + " is not a GGUF value type (0-12)", kCorruptRemedy);
+                  what + " " + to_decimal(raw) + " is not a GGUF value type (0-12)", kGgufRemedy);
   return static_cast<GgufValueType>(raw);
 }
 
 GgufValue Parser::parse_value(GgufValueType type, const std::string& key, uint32_t depth) {
   if (++values_ > kMaxGgufValues)
     throw_invalid(file_, key,
-                  "the metadata holds more than " + u64s(kMaxGgufValues) +
+                  "the metadata holds more than " + to_decimal(kMaxGgufValues) +
                       " values, more than any real model",
-                  kCorruptRemedy);
+                  kGgufRemedy);
   GgufValue v;
   v.type = type;
   const std::string what = "a " + std::string(gguf_value_type_name(type)) + " value";
@@ -162,8 +161,8 @@ GgufValue Parser::parse_value(GgufValueType type, const std::string& key, uint32
     case GgufValueType::kBool: {
       const uint64_t raw = read_le(1, key, what);
       if (raw > 1)
-        throw_invalid(file_, key, "bool value is " + u64s(raw) + ", expected 0 or 1",
-                      kCorruptRemedy);
+        throw_invalid(file_, key, "bool value is " + to_decimal(raw) + ", expected 0 or 1",
+                      kGgufRemedy);
       v.u = raw;
       break;
     }
@@ -176,45 +175,45 @@ GgufValue Parser::parse_value(GgufValueType type, const std::string& key, uint32
 void Parser::parse_array(GgufValue& v, const std::string& key, uint32_t depth) {
   if (depth > kMaxGgufArrayDepth)
     throw_invalid(file_, key,
-                  "arrays nest more than " + u64s(kMaxGgufArrayDepth) + " deep", kCorruptRemedy);
+                  "arrays nest more than " + to_decimal(kMaxGgufArrayDepth) + " deep", kGgufRemedy);
   v.elem_type = value_type(u32(key, "the array element type"), key, "array element type");
   const uint64_t n = u64(key, "the array length");
   if (n > kMaxGgufArrayElements)
     throw_invalid(file_, key,
-                  "array claims " + u64s(n) + " elements, more than the " +
-                      u64s(kMaxGgufArrayElements) + "-element limit",
-                  kCorruptRemedy);
+                  "array claims " + to_decimal(n) + " elements, more than the " +
+                      to_decimal(kMaxGgufArrayElements) + "-element limit",
+                  kGgufRemedy);
   const uint64_t min_bytes = min_value_bytes(v.elem_type);
   if (n > left() / min_bytes)
     throw_invalid(file_, key,
-                  "array of " + u64s(n) + " " + std::string(gguf_value_type_name(v.elem_type)) +
-                      " elements needs at least " + u64s(n) + " x " + u64s(min_bytes) +
-                      " bytes but only " + u64s(left()) + " are left: the file is truncated",
-                  kCorruptRemedy);
+                  "array of " + to_decimal(n) + " " + std::string(gguf_value_type_name(v.elem_type)) +
+                      " elements needs at least " + to_decimal(n) + " x " + to_decimal(min_bytes) +
+                      " bytes but only " + to_decimal(left()) + " are left: the file is truncated",
+                  kGgufRemedy);
   if (n > kMaxGgufValues - std::min(values_, kMaxGgufValues))
     throw_invalid(file_, key,
-                  "the metadata holds more than " + u64s(kMaxGgufValues) +
+                  "the metadata holds more than " + to_decimal(kMaxGgufValues) +
                       " values, more than any real model",
-                  kCorruptRemedy);
+                  kGgufRemedy);
   v.array.reserve(static_cast<size_t>(n));
   for (uint64_t i = 0; i < n; ++i) v.array.push_back(parse_value(v.elem_type, key, depth));
 }
 
 void Parser::parse_kv(GgufHeader& h, uint64_t index) {
-  const std::string where = "metadata key #" + u64s(index);
+  const std::string where = "metadata key #" + to_decimal(index);
   std::string key = str(where, "the key");
-  if (key.empty()) throw_invalid(file_, where, "metadata key is empty", kCorruptRemedy);
+  if (key.empty()) throw_invalid(file_, where, "metadata key is empty", kGgufRemedy);
   size_t bad = 0;
   if (!is_valid_utf8(key, &bad))
     throw_invalid(file_, where,
-                  "metadata key is not valid UTF-8 (bad byte at key offset " + u64s(bad) + ")",
-                  kCorruptRemedy);
+                  "metadata key is not valid UTF-8 (bad byte at key offset " + to_decimal(bad) + ")",
+                  kGgufRemedy);
   const auto type = value_type(u32(key, "the value type"), key, "value type");
   GgufValue v = parse_value(type, key, 0);
   h.kv.emplace_back(std::move(key), std::move(v));
   if (!keys_.insert(h.kv.back().first).second)
     throw_invalid(file_, h.kv.back().first, "metadata key appears twice in the file",
-                  kCorruptRemedy);
+                  kGgufRemedy);
 }
 
 void Parser::take_alignment(GgufHeader& h) const {
@@ -223,56 +222,56 @@ void Parser::take_alignment(GgufHeader& h) const {
     if (v.type != GgufValueType::kU32)
       throw_invalid(file_, key,
                     "must be a uint32, found a " + std::string(gguf_value_type_name(v.type)),
-                    kCorruptRemedy);
+                    kGgufRemedy);
     if (v.u == 0 || (v.u & (v.u - 1)) != 0)
       throw_invalid(file_, key,
-                    "alignment " + u64s(v.u) + " is not a nonzero power of two", kCorruptRemedy);
+                    "alignment " + to_decimal(v.u) + " is not a nonzero power of two", kGgufRemedy);
     h.alignment = static_cast<uint32_t>(v.u);
   }
 }
 
 void Parser::parse_tensor_info(GgufHeader& h, uint64_t index) {
-  const std::string where = "tensor info #" + u64s(index);
+  const std::string where = "tensor info #" + to_decimal(index);
   GgufTensorInfo t;
   t.name = str(where, "the tensor name");
-  if (t.name.empty()) throw_invalid(file_, where, "tensor name is empty", kCorruptRemedy);
+  if (t.name.empty()) throw_invalid(file_, where, "tensor name is empty", kGgufRemedy);
   size_t bad = 0;
   if (!is_valid_utf8(t.name, &bad))
     throw_invalid(file_, where,
-                  "tensor name is not valid UTF-8 (bad byte at name offset " + u64s(bad) + ")",
-                  kCorruptRemedy);
+                  "tensor name is not valid UTF-8 (bad byte at name offset " + to_decimal(bad) + ")",
+                  kGgufRemedy);
   const std::string& name = t.name;
   const uint32_t n_dims = u32(name, "the dimension count");
   if (n_dims > kMaxGgufDims)
     throw_invalid(file_, name,
-                  "tensor has " + u64s(n_dims) + " dimensions, more than ggml's " +
-                      u64s(kMaxGgufDims),
-                  kCorruptRemedy);
+                  "tensor has " + to_decimal(n_dims) + " dimensions, more than ggml's " +
+                      to_decimal(kMaxGgufDims),
+                  kGgufRemedy);
   t.ne.reserve(n_dims);
   for (uint32_t d = 0; d < n_dims; ++d) t.ne.push_back(u64(name, "the dimensions"));
   const uint32_t raw_type = u32(name, "the ggml type");
   const GgmlTypeInfo* info = ggml_type_info(raw_type);
   if (info == nullptr)
     throw_invalid(file_, name,
-                  "ggml type " + u64s(raw_type) + " is not a type ggml defines",
+                  "ggml type " + to_decimal(raw_type) + " is not a type ggml defines",
                   "the file is corrupt, or was written by a llama.cpp newer than qloom knows");
   t.type = info->type;
   t.offset = u64(name, "the data offset");
   check_tensor_size(t);
   if (t.offset % h.alignment != 0)
     throw_invalid(file_, name,
-                  "data offset " + u64s(t.offset) + " is not a multiple of the alignment " +
-                      u64s(h.alignment),
-                  kCorruptRemedy);
+                  "data offset " + to_decimal(t.offset) + " is not a multiple of the alignment " +
+                      to_decimal(h.alignment),
+                  kGgufRemedy);
   h.tensors.push_back(std::move(t));
   if (!names_.insert(h.tensors.back().name).second)
     throw_invalid(file_, h.tensors.back().name, "tensor name appears twice in the file",
-                  kCorruptRemedy);
+                  kGgufRemedy);
 }
 
 std::string ne_string(const std::vector<uint64_t>& ne) {
   std::string s = "ne [";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + u64s(ne[i]);
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + to_decimal(ne[i]);
   return s + "]";
 }
 
@@ -285,22 +284,22 @@ void Parser::check_tensor_size(GgufTensorInfo& t) const {
   for (uint64_t d : t.ne) {
     if (d > kMaxInt64)
       throw_invalid(file_, t.name, ne_string(t.ne) + ": a dimension of 2^63 or more",
-                    kCorruptRemedy);
+                    kGgufRemedy);
     if (!empty && d != 0 && numel > kMaxInt64 / d)
-      throw_invalid(file_, t.name, ne_string(t.ne) + " has 2^63 elements or more", kCorruptRemedy);
+      throw_invalid(file_, t.name, ne_string(t.ne) + " has 2^63 elements or more", kGgufRemedy);
     numel = empty ? 0 : numel * d;
   }
   const uint64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
   if (ne0 % info.block_elems != 0)
     throw_invalid(file_, t.name,
-                  ne_string(t.ne) + ": ne[0] = " + u64s(ne0) + " is not a multiple of " +
-                      std::string(info.name) + "'s block size " + u64s(info.block_elems),
-                  kCorruptRemedy);
+                  ne_string(t.ne) + ": ne[0] = " + to_decimal(ne0) + " is not a multiple of " +
+                      std::string(info.name) + "'s block size " + to_decimal(info.block_elems),
+                  kGgufRemedy);
   const uint64_t blocks = numel / info.block_elems;
   if (blocks > std::numeric_limits<uint64_t>::max() / info.block_bytes)
     throw_invalid(file_, t.name,
                   ne_string(t.ne) + " of " + std::string(info.name) + " needs 2^64 bytes or more",
-                  kCorruptRemedy);
+                  kGgufRemedy);
   t.nbytes = blocks * info.block_bytes;
 }
 
@@ -310,10 +309,10 @@ void Parser::check_extents(const GgufHeader& h) const {
   for (const auto& t : h.tensors) {
     if (t.offset > h.data_size || t.nbytes > h.data_size - t.offset)
       throw_invalid(file_, t.name,
-                    "data [" + u64s(t.offset) + ", +" + u64s(t.nbytes) +
+                    "data [" + to_decimal(t.offset) + ", +" + to_decimal(t.nbytes) +
                         " bytes) extends past the end of the data section (" +
-                        u64s(h.data_size) + " bytes): the file is truncated",
-                    kCorruptRemedy);
+                        to_decimal(h.data_size) + " bytes): the file is truncated",
+                    kGgufRemedy);
     if (t.nbytes > 0) order.push_back(&t);
   }
   std::sort(order.begin(), order.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
@@ -324,9 +323,9 @@ void Parser::check_extents(const GgufHeader& h) const {
     const GgufTensorInfo& t = *order[i];
     if (t.offset < p.offset + p.nbytes)
       throw_invalid(file_, t.name,
-                    "data at offset " + u64s(t.offset) + " overlaps tensor " + p.name +
-                        " at [" + u64s(p.offset) + ", " + u64s(p.offset + p.nbytes) + ")",
-                    kCorruptRemedy);
+                    "data at offset " + to_decimal(t.offset) + " overlaps tensor " + p.name +
+                        " at [" + to_decimal(p.offset) + ", " + to_decimal(p.offset + p.nbytes) + ")",
+                    kGgufRemedy);
   }
 }
 
@@ -338,9 +337,9 @@ GgufHeader Parser::parse() {
   take_alignment(h);
   if (tensor_count_ > left() / 24)  // re-checked: the KVs used some of the bytes
     throw_invalid(file_, "tensor_count",
-                  "tensor count " + u64s(tensor_count_) + " cannot fit in the " + u64s(left()) +
+                  "tensor count " + to_decimal(tensor_count_) + " cannot fit in the " + to_decimal(left()) +
                       " bytes left after the metadata",
-                  kCorruptRemedy);
+                  kGgufRemedy);
   h.tensors.reserve(static_cast<size_t>(tensor_count_));
   for (uint64_t i = 0; i < tensor_count_; ++i) parse_tensor_info(h, i);
   // The data section starts at the next multiple of the alignment. A file

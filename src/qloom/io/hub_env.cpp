@@ -1,4 +1,5 @@
 #include "qloom/io/hub_env.h"
+#include "qloom/core/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,12 +14,6 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-std::string trim(std::string s) {
-  auto ws = [](unsigned char c) { return std::isspace(c) != 0; };
-  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), ws));
-  s.erase(std::find_if_not(s.rbegin(), s.rend(), ws).base(), s.end());
-  return s;
-}
 
 bool is_true(std::string v) {
   for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -55,12 +50,12 @@ HubSettings hub_settings_from_env() {
 
   const std::string tp = env("HF_TOKEN_PATH");
   s.token_file = tp.empty() ? home / "token" : expand_home(tp);
-  s.token = trim(env("HF_TOKEN"));
-  if (s.token.empty()) s.token = trim(env("HUGGING_FACE_HUB_TOKEN"));
+  s.token = trim(env("HF_TOKEN"), kAsciiSpace);
+  if (s.token.empty()) s.token = trim(env("HUGGING_FACE_HUB_TOKEN"), kAsciiSpace);
   if (s.token.empty()) {
     std::ifstream f(s.token_file);
     std::string line;
-    if (f && std::getline(f, line)) s.token = trim(line);
+    if (f && std::getline(f, line)) s.token = trim(line, kAsciiSpace);
   }
   s.offline = is_true(env("HF_HUB_OFFLINE")) || is_true(env("TRANSFORMERS_OFFLINE"));
   return s;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <mutex>
 
+#include "qloom/core/strings.h"
 #include "qloom/build_info.h"
 
 namespace qloom::io {
@@ -16,17 +17,6 @@ constexpr long kMetadataTimeoutS = 30;
 constexpr long kStallSeconds = 30;      // a download that moves < 1 byte/s this long is cut
 constexpr size_t kErrorBodyMax = 64 << 10;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 bool is_redirect(long status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
@@ -54,7 +44,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
     const size_t sp = line.find(' ');
     x->result->status = sp == std::string::npos ? 0 : std::atol(line.c_str() + sp + 1);
   } else if (const size_t colon = line.find(':'); colon != std::string::npos) {
-    x->result->headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+    x->result->headers[lower_ascii(trim(line.substr(0, colon), kAsciiSpace))] = trim(line.substr(colon + 1), kAsciiSpace);
   }
   return size * n;
 }
@@ -172,7 +162,7 @@ HttpClient::HttpClient(std::string token, std::string token_host) : impl_(std::m
   global_init();
   impl_->easy = curl_easy_init();
   impl_->token = std::move(token);
-  impl_->token_host = lower(std::move(token_host));
+  impl_->token_host = lower_ascii(std::move(token_host));
   impl_->user_agent = "qloom/";
   impl_->user_agent += build::kVersion;
 }
@@ -226,7 +216,7 @@ std::string HttpClient::host_of(const std::string& url) {
   char* h = nullptr;
   if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK && h) {
-    host = lower(h);
+    host = lower_ascii(h);
     curl_free(h);
   }
   curl_url_cleanup(u);

@@ -8,27 +8,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qloom/core/strings.h"
 #include "qloom/core/error.h"
 #include "qloom/io/json_read.h"
 
 namespace qloom::io {
 namespace {
 
-constexpr const char* kCorruptRemedy =
+constexpr const char* kSafetensorsRemedy =
     "the file is corrupt or truncated; re-download it or export it again";
-
-std::string u64s(uint64_t v) { return std::to_string(v); }
 
 std::string shape_string(const std::vector<uint64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
-    s += u64s(shape[i]);
+    s += to_decimal(shape[i]);
   }
   return s + "]";
 }
 
-std::string range_string(uint64_t b, uint64_t e) { return "[" + u64s(b) + ", " + u64s(e) + "]"; }
+std::string range_string(uint64_t b, uint64_t e) { return "[" + to_decimal(b) + ", " + to_decimal(e) + "]"; }
 
 std::string known_dtypes() {
   std::string s;
@@ -60,7 +59,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
     throw_invalid(file, name,
                   "header entry must be an object with dtype, shape and data_offsets, found " +
                       json_kind(entry),
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
 
   const nlohmann::json* dtype_v = nullptr;
   const nlohmann::json* shape_v = nullptr;
@@ -74,13 +73,13 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
       throw_invalid(file, name,
                     "unknown field \"" + key + "\" in the header entry (allowed: dtype, shape, "
                     "data_offsets)",
-                    kCorruptRemedy);
+                    kSafetensorsRemedy);
   }
   for (auto [ptr, field] : {std::pair{dtype_v, "dtype"}, std::pair{shape_v, "shape"},
                             std::pair{offsets_v, "data_offsets"}})
     if (ptr == nullptr)
       throw_invalid(file, name, std::string("header entry lacks the \"") + field + "\" field",
-                    kCorruptRemedy);
+                    kSafetensorsRemedy);
 
   TensorInfo t;
   t.name = name;
@@ -88,7 +87,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
   // dtype
   if (!dtype_v->is_string())
     throw_invalid(file, name, "\"dtype\" must be a string, found " + json_kind(*dtype_v),
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
   const std::string& dtype_s = dtype_v->get_ref<const std::string&>();
   const auto dtype = dtype_from_safetensors(dtype_s);
   if (!dtype)
@@ -102,7 +101,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
     throw_invalid(file, name,
                   "\"shape\" must be an array of non-negative integers, found " +
                       json_kind(*shape_v),
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
   t.shape.reserve(shape_v->size());
   for (size_t i = 0; i < shape_v->size(); ++i) {
     const auto& d = (*shape_v)[i];
@@ -110,7 +109,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
       throw_invalid(file, name,
                     "shape[" + std::to_string(i) + "] is " + json_kind(d) +
                         "; dimensions must be non-negative integers below 2^64",
-                    kCorruptRemedy);
+                    kSafetensorsRemedy);
     t.shape.push_back(d.get<uint64_t>());
   }
 
@@ -122,20 +121,20 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
                       (offsets_v->is_array()
                            ? "an array of " + std::to_string(offsets_v->size()) + " elements"
                            : json_kind(*offsets_v)),
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
   for (size_t i = 0; i < 2; ++i)
     if (!(*offsets_v)[i].is_number_unsigned())
       throw_invalid(file, name,
                     "data_offsets[" + std::to_string(i) + "] is " + json_kind((*offsets_v)[i]) +
                         "; offsets must be non-negative integers below 2^64",
-                    kCorruptRemedy);
+                    kSafetensorsRemedy);
   t.data_begin = (*offsets_v)[0].get<uint64_t>();
   t.data_end = (*offsets_v)[1].get<uint64_t>();
   if (t.data_begin > t.data_end)
     throw_invalid(file, name,
                   "data_offsets " + range_string(t.data_begin, t.data_end) +
                       " end before they begin",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
 
   // Size: numel, then bits, with overflow checks at each step.
   uint64_t numel = 1;
@@ -149,7 +148,7 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
       }
       throw_invalid(file, name,
                     "shape " + shape_string(t.shape) + " has more than 2^64 elements",
-                    kCorruptRemedy);
+                    kSafetensorsRemedy);
     }
     numel *= d;
   }
@@ -158,20 +157,20 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& entry,
     throw_invalid(file, name,
                   "shape " + shape_string(t.shape) + " of " + dtype_s +
                       " needs more than 2^64 bits",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
   const uint64_t bits = numel * bits_per;
   if (bits % 8 != 0)
     throw_invalid(file, name,
-                  "shape " + shape_string(t.shape) + " of " + dtype_s + " is " + u64s(numel) +
-                      " elements = " + u64s(bits) + " bits, not a whole number of bytes",
-                  kCorruptRemedy);
+                  "shape " + shape_string(t.shape) + " of " + dtype_s + " is " + to_decimal(numel) +
+                      " elements = " + to_decimal(bits) + " bits, not a whole number of bytes",
+                  kSafetensorsRemedy);
   const uint64_t need = bits / 8;
   if (t.data_end - t.data_begin != need)
     throw_invalid(file, name,
                   "data_offsets " + range_string(t.data_begin, t.data_end) + " hold " +
-                      u64s(t.data_end - t.data_begin) + " bytes but " + dtype_s + " shape " +
-                      shape_string(t.shape) + " needs " + u64s(need) + " bytes",
-                  kCorruptRemedy);
+                      to_decimal(t.data_end - t.data_begin) + " bytes but " + dtype_s + " shape " +
+                      shape_string(t.shape) + " needs " + to_decimal(need) + " bytes",
+                  kSafetensorsRemedy);
   return t;
 }
 
@@ -189,26 +188,26 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
   const uint64_t size = file_bytes.size();
   if (size < 8)
     throw_invalid(file, "header length",
-                  "file is " + u64s(size) +
+                  "file is " + to_decimal(size) +
                       " bytes long, too short for a safetensors file (the header length alone "
                       "takes 8 bytes)",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
 
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(file_bytes[i]) << (8 * i);
   if (n > kMaxSafetensorsHeaderBytes)
     throw_invalid(file, "header length",
-                  "header length field claims " + u64s(n) + " bytes, more than the " +
-                      u64s(kMaxSafetensorsHeaderBytes) + "-byte limit",
+                  "header length field claims " + to_decimal(n) + " bytes, more than the " +
+                      to_decimal(kMaxSafetensorsHeaderBytes) + "-byte limit",
                   "the file is corrupt or not a safetensors file; re-download it");
   if (n > size - 8)
     throw_invalid(file, "header length",
-                  "header length field claims " + u64s(n) + " bytes but only " + u64s(size - 8) +
+                  "header length field claims " + to_decimal(n) + " bytes but only " + to_decimal(size - 8) +
                       " bytes follow it: the file is truncated or not a safetensors file",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
   if (n == 0)
     throw_invalid(file, "header", "header is empty (length 0); expected a JSON object",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
 
   const std::string_view text(reinterpret_cast<const char*>(file_bytes.data() + 8),
                               static_cast<size_t>(n));
@@ -217,18 +216,18 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
     throw_invalid(file, "header",
                   "header is not valid UTF-8 (bad byte at header offset " + std::to_string(bad) +
                       ")",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
   if (text[0] != '{')
     throw_invalid(file, "header", "header does not start with '{': it is not a JSON object",
-                  kCorruptRemedy);
+                  kSafetensorsRemedy);
 
   JsonReadOptions opts;
   opts.reject_duplicate_keys = true;
   opts.max_depth = 16;  // valid headers nest 3 deep
-  opts.remedy = kCorruptRemedy;
+  opts.remedy = kSafetensorsRemedy;
   const nlohmann::json j = parse_json_text(text, file, opts);
   if (!j.is_object())  // cannot happen after the '{' check, kept as a guard
-    throw_invalid(file, "header", "header is not a JSON object", kCorruptRemedy);
+    throw_invalid(file, "header", "header is not a JSON object", kSafetensorsRemedy);
 
   SafetensorsHeader h;
   h.header_len = n;
@@ -241,13 +240,13 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
       if (!val.is_object())
         throw_invalid(file, "__metadata__",
                       "must be an object mapping strings to strings, found " + json_kind(val),
-                      kCorruptRemedy);
+                      kSafetensorsRemedy);
       for (auto m = val.begin(); m != val.end(); ++m) {
         if (!m.value().is_string())
           throw_invalid(file, "__metadata__",
                         "value of metadata key \"" + m.key() + "\" is " + json_kind(m.value()) +
                             ", not a string",
-                        kCorruptRemedy);
+                        kSafetensorsRemedy);
         h.metadata.emplace(m.key(), m.value().get<std::string>());
       }
       continue;
@@ -270,12 +269,12 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
                     "data at " + range_string(t.data_begin, t.data_end) +
                         " overlaps tensor " + prev->name + " at " +
                         range_string(prev->data_begin, prev->data_end),
-                    kCorruptRemedy);
+                    kSafetensorsRemedy);
     if (t.data_begin > expected)
       throw_invalid(file, t.name,
-                    "gap before tensor " + t.name + ": data-area bytes [" + u64s(expected) +
-                        ", " + u64s(t.data_begin) + ") belong to no tensor",
-                    kCorruptRemedy);
+                    "gap before tensor " + t.name + ": data-area bytes [" + to_decimal(expected) +
+                        ", " + to_decimal(t.data_begin) + ") belong to no tensor",
+                    kSafetensorsRemedy);
     expected = t.data_end;
     if (t.data_end > t.data_begin || prev == nullptr) prev = &t;
   }
@@ -289,34 +288,30 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
       }
     const uint64_t head = 8 + n;
     const std::string expected_total = expected <= std::numeric_limits<uint64_t>::max() - head
-                                           ? u64s(head + expected)
+                                           ? to_decimal(head + expected)
                                            : "more than 2^64";
     throw_invalid(file, culprit,
-                  "file is truncated: expected " + expected_total + " bytes, found " + u64s(size),
-                  kCorruptRemedy);
+                  "file is truncated: expected " + expected_total + " bytes, found " + to_decimal(size),
+                  kSafetensorsRemedy);
   }
   if (expected < h.data_size)
     throw_invalid(file, "data",
-                  "file has " + u64s(h.data_size - expected) +
+                  "file has " + to_decimal(h.data_size - expected) +
                       " trailing bytes after the last tensor's data (expected " +
-                      u64s(8 + n + expected) + " bytes, found " + u64s(size) + ")",
-                  kCorruptRemedy);
+                      to_decimal(8 + n + expected) + " bytes, found " + to_decimal(size) + ")",
+                  kSafetensorsRemedy);
   return h;
 }
 
 // ---------------------------------------------------------------------------
 
 namespace {
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
 }  // namespace
 
 struct SafetensorsFile::Impl {
   MappedFile map;
   SafetensorsHeader header;
-  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> by_name;
+  std::unordered_map<std::string, size_t, TransparentStringHash, std::equal_to<>> by_name;
 };
 
 SafetensorsFile::SafetensorsFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

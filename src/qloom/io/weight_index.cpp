@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "qloom/core/strings.h"
 #include "qloom/core/error.h"
 #include "qloom/io/json_read.h"
 
@@ -17,11 +18,6 @@ namespace {
 constexpr const char* kMismatchRemedy =
     "the index and the shards do not match; re-download the model's safetensors files and "
     "index together";
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
 
 // True when `p` lies strictly below `root` (both absolute, canonical).
 bool is_within(const fs::path& root, const fs::path& p) {
@@ -112,7 +108,7 @@ struct WeightIndex::Impl {
     size_t shard;
     const TensorInfo* info;
   };
-  std::unordered_map<std::string, Loc, StringHash, std::equal_to<>> by_name;
+  std::unordered_map<std::string, Loc, TransparentStringHash, std::equal_to<>> by_name;
   uint64_t total_bytes = 0;
   uint64_t size_on_disk = 0;
 };

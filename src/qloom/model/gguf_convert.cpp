@@ -32,7 +32,7 @@ void write_text(const fs::path& p, const std::string& text) {
   if (!out) throw_errno(errno, p.string(), "writing", true);
 }
 
-std::string shape_text(const std::vector<uint64_t>& s) {
+std::string convert_shape_text(const std::vector<uint64_t>& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
   return out;
@@ -140,7 +140,7 @@ GgufConvertSummary convert_gguf(const fs::path& gguf, const fs::path& output_dir
     ++s.types_in[type];
     s.bytes_in += p.info->nbytes;
     if (opts.progress)
-      opts.progress({i + 1, plans.size(), p.info->name, p.hf_name, type, shape_text(p.shape),
+      opts.progress({i + 1, plans.size(), p.info->name, p.hf_name, type, convert_shape_text(p.shape),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
   }
   w.finish();

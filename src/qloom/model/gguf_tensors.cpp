@@ -55,7 +55,7 @@ Shape expected_layer_shape(std::string_view g, const GgufModelInfo& m) {
   return {ff};  // ffn_gate.bias, ffn_up.bias
 }
 
-std::string shape_text(const Shape& s) {
+std::string tensor_shape_text(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
@@ -103,7 +103,7 @@ GgufTensorPlan plan_one(const io::GgufFile& f, const io::GgufTensorInfo& t, cons
   p.shape = t.shape();
   if (p.shape != want)
     throw_invalid(f.path().string(), t.name,
-                  "has shape " + shape_text(p.shape) + " where the metadata implies " + shape_text(want),
+                  "has shape " + tensor_shape_text(p.shape) + " where the metadata implies " + tensor_shape_text(want),
                   "the GGUF's hyper-parameters and tensors disagree; re-create the file");
   return p;
 }

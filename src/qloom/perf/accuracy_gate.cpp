@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "qloom/core/format.h"
 #include "qloom/agent/eval_gap.h"
 #include "qloom/core/error.h"
 #include "qloom/perf/task_score_internal.h"
@@ -12,12 +13,6 @@ namespace qloom::perf {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string both_files(const TaskScore& b, const TaskScore& q) {
   return b.samples_path.string() + " (baseline) and " + q.samples_path.string() + " (quantized)";
@@ -37,10 +32,10 @@ TaskSamples samples_of(const TaskScore& s, const char* role) {
   if (t.header["task"] != s.task || t.header["metric"] != s.metric || t.n != s.n ||
       std::fabs(t.score - s.score) > 1e-9 * std::max(1.0, std::fabs(s.score)))
     throw Error(ErrorKind::kInvalidInput, file, role,
-                "the " + std::string(role) + " task score (" + s.task + " " + s.metric + " " + fmt("%.6g", s.score) +
+                "the " + std::string(role) + " task score (" + s.task + " " + s.metric + " " + format_printf("%.6g", s.score) +
                     ", n " + std::to_string(s.n) + ") is not what its samples file holds (" +
                     t.header["task"].get<std::string>() + " " + t.header["metric"].get<std::string>() + " " +
-                    fmt("%.6g", t.score) + ", n " + std::to_string(t.n) + ")",
+                    format_printf("%.6g", t.score) + ", n " + std::to_string(t.n) + ")",
                 "reload the score with load_task_score, or score the model again");
   return t;
 }
@@ -62,8 +57,8 @@ AccuracyValidation kld_gate(const TaskScore& b, const TaskScore& q, const Accura
   v.stderr_ = t.stderr_;
   v.n = t.n;
   v.passed = v.gap <= v.threshold;
-  v.note = "kld: gap = mean KL divergence of the quantized model against the base, " + fmt("%.6f", v.gap) + " +/- " +
-           fmt("%.6f", v.stderr_) + " nats per token over " + std::to_string(v.n) +
+  v.note = "kld: gap = mean KL divergence of the quantized model against the base, " + format_printf("%.6f", v.gap) + " +/- " +
+           format_printf("%.6f", v.stderr_) + " nats per token over " + std::to_string(v.n) +
            " tokens; the base scores 0 by definition";
   return v;
 }
@@ -74,7 +69,7 @@ std::string header_value(const TaskSamples& t, const std::string& key) { return 
 
 AccuracyValidation gate(const TaskScore& baseline, const TaskScore& quantized, double accuracy_gap) {
   if (!std::isfinite(accuracy_gap) || accuracy_gap < 0)
-    throw Error(ErrorKind::kUsage, "", "--accuracy-gap", "must be a non-negative number, got " + fmt("%g", accuracy_gap),
+    throw Error(ErrorKind::kUsage, "", "--accuracy-gap", "must be a non-negative number, got " + format_printf("%g", accuracy_gap),
                 "e.g. 0.02 for a 2% relative gap (\"2%\" is read as 0.02)");
   if (baseline.task != quantized.task || baseline.metric != quantized.metric)
     throw unpairable(baseline, quantized, "task", "the baseline is " + baseline.task + " " + baseline.metric +

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "qloom/core/format.h"
 #include "qloom/build_info.h"
 #include "qloom/git_commit.h"
 #include "qloom/core/convert.h"
@@ -24,12 +25,6 @@ using json = nlohmann::ordered_json;
 
 constexpr const char* kCacheFormat = "qloom-perf-baseline-cache/1";
 constexpr const char* kFingerprintFormat = "qloom-perf-baseline-fingerprint/1";
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // sha256 of a safetensors file's 8-byte length and JSON header.
 std::string safetensors_header_sha256(const fs::path& f, uint64_t size) {
@@ -153,7 +148,7 @@ int64_t vocabulary_size(const fs::path& model_dir, const GateSpec& spec) {
 
 void judge_health(BaselineHealth& h, const TaskScore& s, double floor, const fs::path& model_dir,
                   const GateSpec& spec) {
-  const std::string what = s.task + " " + s.metric + " " + fmt("%.4f", s.score);
+  const std::string what = s.task + " " + s.metric + " " + format_printf("%.4f", s.score);
   if (s.task == "kld") {
     h.healthy = true;
     h.reason = "kld: the base model is the reference (KLD 0 by definition); --baseline-floor does not apply";
@@ -162,11 +157,11 @@ void judge_health(BaselineHealth& h, const TaskScore& s, double floor, const fs:
     h.healthy = std::isfinite(s.score) && s.score < double(vocab);
     h.reason = what + (h.healthy ? " is better than guessing uniformly" : " is no better than guessing uniformly") +
                " (perplexity " + std::to_string(vocab) + ", the vocabulary size); --baseline-floor " +
-               fmt("%g", floor) + " does not apply to perplexity";
+               format_printf("%g", floor) + " does not apply to perplexity";
   } else {
     h.floor = floor;
     h.healthy = s.score >= floor;
-    h.reason = what + (h.healthy ? " is at or above" : " is below") + " --baseline-floor " + fmt("%g", floor) +
+    h.reason = what + (h.healthy ? " is at or above" : " is below") + " --baseline-floor " + format_printf("%g", floor) +
                (h.healthy ? "" : ": the base model cannot do the task, so an accuracy gap against it means nothing");
   }
 }
@@ -177,7 +172,7 @@ BaselineHealth check_baseline(const fs::path& model_dir, const GateSpec& spec, d
                               bool recheck, const fs::path& out_dir, std::ostream* log) {
   const GateMetric m = resolve_gate_metric(spec);
   if (!std::isfinite(floor) || floor < 0 || (m.direction == agent::MetricDirection::kHigherIsBetter && floor > 1))
-    throw Error(ErrorKind::kUsage, "", "--baseline-floor", "must be a number in [0, 1], got " + fmt("%g", floor),
+    throw Error(ErrorKind::kUsage, "", "--baseline-floor", "must be a number in [0, 1], got " + format_printf("%g", floor),
                 "e.g. 0.03 (\"3%\" is read as 0.03)");
   if (cache_dir.empty() || out_dir.empty())
     throw Error(ErrorKind::kUsage, "", "baseline cache / out_dir", "both directories are required");

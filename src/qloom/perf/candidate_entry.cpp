@@ -2,16 +2,12 @@
 
 #include <algorithm>
 
+#include "qloom/perf/partitions.h"
 #include "qloom/core/error.h"
 #include "qloom/perf/search_json.h"
 
 namespace qloom::perf {
 namespace {
-
-size_t partition_rank(std::string_view p) {
-  const auto& names = partition_names();
-  return size_t(std::find(names.begin(), names.end(), p) - names.begin());
-}
 
 // Layer overrides sort by (layer, partition order); names are "layers.N.<partition>".
 bool unit_less(const std::string& a, const std::string& b) {
@@ -170,6 +166,10 @@ std::vector<CandidateEntry> candidate_queue_from_json(const nlohmann::ordered_js
   std::vector<CandidateEntry> q;
   for (size_t i = 0; i < j.size(); ++i) q.push_back(candidate_entry_from_json(j[i], where + "[" + std::to_string(i) + "]"));
   return q;
+}
+
+size_t proxied_count(const std::vector<CandidateEntry>& q) {
+  return size_t(std::count_if(q.begin(), q.end(), [](const CandidateEntry& e) { return e.proxied(); }));
 }
 
 }  // namespace qloom::perf

@@ -85,6 +85,9 @@ nlohmann::ordered_json to_json(const std::vector<CandidateEntry>& queue);
 CandidateConfig candidate_config_from_json(const nlohmann::json& j, const std::string& where);
 SearchMetrics search_metrics_from_json(const nlohmann::json& j, const std::string& where);
 CandidateEntry candidate_entry_from_json(const nlohmann::json& j, const std::string& where);
+// How many candidates of the queue have been measured (proxied()).
+size_t proxied_count(const std::vector<CandidateEntry>& q);
+
 std::vector<CandidateEntry> candidate_queue_from_json(
     const nlohmann::json& j, const std::string& where = "mix_precision_search.candidate_queue");
 // The same from an ordered_json document: real_gate keeps its key order, so a

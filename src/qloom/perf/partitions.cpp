@@ -31,11 +31,6 @@ bool module_less(const std::string& a, const std::string& b) {
   return la != lb ? la < lb : a < b;
 }
 
-size_t partition_rank(std::string_view p) {
-  const auto& names = partition_names();
-  return size_t(std::find(names.begin(), names.end(), p) - names.begin());
-}
-
 DType model_dtype_of(const io::ModelDir& dir, const std::vector<quant::LinearLayer>& linears) {
   if (auto d = exporter::config_model_dtype(dir.config())) return *d;
   for (const auto& l : linears) {
@@ -91,6 +86,11 @@ const char* granularity_name(Granularity g) { return g == Granularity::kLayer ? 
 const std::vector<std::string>& partition_names() {
   static const std::vector<std::string> v = {"self_attn", "dense_mlp", "routed_moe", "shared_expert"};
   return v;
+}
+
+size_t partition_rank(std::string_view p) {
+  const auto& names = partition_names();
+  return size_t(std::find(names.begin(), names.end(), p) - names.begin());
 }
 
 int layer_of(std::string_view module) {

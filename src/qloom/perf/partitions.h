@@ -45,6 +45,8 @@ const char* granularity_name(Granularity g);
 
 // self_attn, dense_mlp, routed_moe, shared_expert: the canonical order.
 const std::vector<std::string>& partition_names();
+// The index of `p` in partition_names() (its size when `p` is not one).
+size_t partition_rank(std::string_view p);
 
 // The partition of a linear module by its name, or "" for none (routers,
 // lm_head, linears outside decoder layers).

@@ -14,7 +14,7 @@
 namespace qloom::perf {
 namespace {
 
-[[noreturn]] void usage(std::string_view flag, const std::string& message, const std::string& remedy = {}) {
+[[noreturn]] void options_usage(std::string_view flag, const std::string& message, const std::string& remedy = {}) {
   throw Error(ErrorKind::kUsage, "", "--" + std::string(flag), message, remedy);
 }
 
@@ -120,12 +120,12 @@ double parse_ratio(std::string_view text, std::string_view flag, bool allow_x) {
   } else if (allow_x && !t.empty() && (t.back() == 'x' || t.back() == 'X')) {
     t.pop_back();
   }
-  if (t.empty()) usage(flag, "'" + std::string(text) + "' is not a number", "write e.g. 0.02, 2% or 2x");
+  if (t.empty()) options_usage(flag, "'" + std::string(text) + "' is not a number", "write e.g. 0.02, 2% or 2x");
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(t.c_str(), &end);
   if (errno != 0 || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0)
-    usage(flag, "'" + std::string(text) + "' is not a non-negative number", "write e.g. 0.02, 2% or 2x");
+    options_usage(flag, "'" + std::string(text) + "' is not a non-negative number", "write e.g. 0.02, 2% or 2x");
   return v * factor;
 }
 
@@ -150,38 +150,38 @@ void add_perf_flags(CLI::App& sub, PerfCommand& cmd) {
 namespace {
 
 void check_positive(int64_t v, std::string_view flag) {
-  if (v <= 0) usage(flag, "must be positive, got " + std::to_string(v));
+  if (v <= 0) options_usage(flag, "must be positive, got " + std::to_string(v));
 }
 
 void finish_kv_candidates(RunSpec& s) {
   std::set<std::string> kv(s.kv_cache_precision_candidates.begin(), s.kv_cache_precision_candidates.end());
   for (const auto& k : kv)
     if (k != "native" && k != "fp8")
-      usage("kv-cache-precision-candidates", "unknown KV-cache precision '" + k + "'", "use native and/or fp8");
+      options_usage("kv-cache-precision-candidates", "unknown KV-cache precision '" + k + "'", "use native and/or fp8");
   if (kv.empty() || !kv.count("native"))
-    usage("kv-cache-precision-candidates", "fp8 alone leaves the search no fallback for a model whose KV cache "
+    options_usage("kv-cache-precision-candidates", "fp8 alone leaves the search no fallback for a model whose KV cache "
           "does not tolerate fp8", "add native: --kv-cache-precision-candidates native fp8");
   s.kv_cache_precision_candidates.assign(kv.begin(), kv.end());  // sorted: native < fp8? keep fixed order below
   std::sort(s.kv_cache_precision_candidates.begin(), s.kv_cache_precision_candidates.end(),
             [](const std::string& a, const std::string& b) { return (a == "native") > (b == "native"); });
   if (!s.kv_cache_scheme.empty() && s.kv_cache_scheme != "fp8")
-    usage("kv-cache-scheme", "unknown KV-cache scheme '" + s.kv_cache_scheme + "'", "use fp8");
+    options_usage("kv-cache-scheme", "unknown KV-cache scheme '" + s.kv_cache_scheme + "'", "use fp8");
 }
 
 void finish_performance(PerfCommand& cmd) {
   RunSpec& s = cmd.spec;
   if (!cmd.target_gain_text.empty()) {
     if (cmd.performance_mode_given == "off" || cmd.performance_mode_given == "measure")
-      usage("target-gain", "a target gain needs --performance-mode optimize, but " + cmd.performance_mode_given +
+      options_usage("target-gain", "a target gain needs --performance-mode optimize, but " + cmd.performance_mode_given +
                                " was given", "drop --performance-mode or use optimize");
     s.target_gain = parse_ratio(cmd.target_gain_text, "target-gain", true);
-    if (*s.target_gain <= 0) usage("target-gain", "must be positive");
+    if (*s.target_gain <= 0) options_usage("target-gain", "must be positive");
     s.performance_mode = "optimize";
   } else if (!cmd.performance_mode_given.empty()) {
     s.performance_mode = cmd.performance_mode_given;
   }
   if (s.performance_mode == "optimize" && !s.target_gain)
-    usage("performance-mode", "optimize needs --target-gain", "add e.g. --target-gain 1.5x, or use measure");
+    options_usage("performance-mode", "optimize needs --target-gain", "add e.g. --target-gain 1.5x, or use measure");
   check_positive(s.isl, "isl");
   check_positive(s.osl, "osl");
   check_positive(s.bench_concurrency, "bench-concurrency");
@@ -191,24 +191,24 @@ void finish_performance(PerfCommand& cmd) {
 
 void finish_perf_command(PerfCommand& cmd) {
   RunSpec& s = cmd.spec;
-  if (s.model.empty()) usage("model", "a model is required", "qloom perf --model DIR [options]; see qloom perf --help");
+  if (s.model.empty()) options_usage("model", "a model is required", "qloom perf --model DIR [options]; see qloom perf --help");
   if (s.base_model.empty()) s.base_model = s.model;
   if (!cmd.accuracy_gap_text.empty()) s.accuracy_gap = parse_ratio(cmd.accuracy_gap_text, "accuracy-gap");
   if (s.accuracy_gap >= 1.0)
-    usage("accuracy-gap", "a relative gap of " + cmd.accuracy_gap_text + " accepts losing everything",
+    options_usage("accuracy-gap", "a relative gap of " + cmd.accuracy_gap_text + " accepts losing everything",
           "write a ratio (0.02) or a percentage (2%)");
   if (!cmd.baseline_floor_text.empty()) s.baseline_floor = parse_ratio(cmd.baseline_floor_text, "baseline-floor");
   finish_performance(cmd);
   finish_kv_candidates(s);
   if (s.layer_precision_candidates.empty()) s.layer_precision_candidates = default_layer_precisions();
-  if (s.max_search_candidates < 0) usage("max-search-candidates", "must be >= 0 (0 = all)");
-  if (!(s.search_timeout > 0)) usage("search-timeout", "must be positive");
+  if (s.max_search_candidates < 0) options_usage("max-search-candidates", "must be >= 0 (0 = all)");
+  if (!(s.search_timeout > 0)) options_usage("search-timeout", "must be positive");
   check_positive(s.gsm8k_num_samples, "gsm8k-num-samples");
   if (s.search_gsm8k_num_samples) check_positive(*s.search_gsm8k_num_samples, "search-gsm8k-num-samples");
   if (s.eval_limit) check_positive(*s.eval_limit, "eval-limit");
   check_positive(s.num_calib_data, "num-calib-data");
   check_positive(s.calib_seqlen, "calib-seqlen");
-  if (s.eval_task.empty()) usage("eval-task", "must not be empty");
+  if (s.eval_task.empty()) options_usage("eval-task", "must not be empty");
 }
 
 namespace {

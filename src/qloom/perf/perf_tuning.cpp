@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "qloom/core/format.h"
 #include "qloom/core/error.h"
 
 namespace qloom::perf {
@@ -12,17 +13,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string fmt(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string settings_label(const RunnerSettings& s) {
   return "quantized threads=" + std::to_string(s.threads) + " decode_batch=" + std::to_string(s.decode_batch);
 }
 
-void push_unique(std::vector<int64_t>& v, int64_t x) {
+void push_unique_value(std::vector<int64_t>& v, int64_t x) {
   if (x >= 1 && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
@@ -91,8 +86,8 @@ bool keep_trial(const AbbaResult& r, double* floor_out, std::string* reason_out)
   const bool keep = std::isfinite(r.gain) && r.gain >= 1 + floor;
   if (floor_out) *floor_out = floor;
   if (reason_out)
-    *reason_out = "ABBA gain " + fmt(r.gain, 4) + (keep ? " >= " : " < ") + "1 + keep floor " + fmt(floor, 4) +
-                  " (max(0.01, 2 x largest relative MAD " + fmt(r.max_relative_mad, 4) + "))";
+    *reason_out = "ABBA gain " + format_fixed(r.gain, 4) + (keep ? " >= " : " < ") + "1 + keep floor " + format_fixed(floor, 4) +
+                  " (max(0.01, 2 x largest relative MAD " + format_fixed(r.max_relative_mad, 4) + "))";
   return keep;
 }
 
@@ -119,14 +114,14 @@ std::vector<KnobPlan> default_plans(const RunnerSettings& start, unsigned hardwa
                                     bool rows_independent) {
   std::vector<KnobPlan> plans;
   KnobPlan threads{"threads", {}};
-  for (int64_t t = std::max<int64_t>(hardware_threads, 1); t >= 1; t /= 2) push_unique(threads.values, t);
-  push_unique(threads.values, 1);
+  for (int64_t t = std::max<int64_t>(hardware_threads, 1); t >= 1; t /= 2) push_unique_value(threads.values, t);
+  push_unique_value(threads.values, 1);
   plans.push_back(threads);
   if (rows_independent && concurrency > 1) {
     KnobPlan batch{"decode_batch", {}};
-    push_unique(batch.values, concurrency);
-    push_unique(batch.values, (concurrency + 1) / 2);
-    push_unique(batch.values, 1);
+    push_unique_value(batch.values, concurrency);
+    push_unique_value(batch.values, (concurrency + 1) / 2);
+    push_unique_value(batch.values, 1);
     plans.push_back(batch);
   }
   (void)start;  // values equal to the start's are skipped by search_knobs

@@ -134,12 +134,6 @@ void queue_phase(Search& s) {
   s.ctx.say("search queue: " + std::to_string(s.m()["candidate_queue"].size()) + " candidates");
 }
 
-size_t proxied_count(const std::vector<CandidateEntry>& q) {
-  size_t n = 0;
-  for (const auto& c : q) n += c.proxied();
-  return n;
-}
-
 void proxy_one(Search& s, std::vector<CandidateEntry>& q, size_t i) {
   const std::string step = "proxy rank-" + std::to_string(q[i].rank);
   s.ctx.timed(step, [&] {

@@ -45,10 +45,6 @@ std::optional<size_t> move_from(const std::vector<CandidateEntry>& q, const Walk
   return found;
 }
 
-size_t proxied_count(const std::vector<CandidateEntry>& q) {
-  return size_t(std::count_if(q.begin(), q.end(), [](const CandidateEntry& e) { return e.proxied(); }));
-}
-
 }  // namespace
 
 double kld_budget(const WalkOptions& o) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "qloom/core/format.h"
 #include "qloom/core/error.h"
 
 namespace qloom::perf {
@@ -29,12 +30,6 @@ std::optional<double> median_of(const std::vector<RunSample>& runs, std::optiona
   }
   if (v.empty()) return std::nullopt;
   return median(std::move(v));
-}
-
-std::string fmt(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 }  // namespace
@@ -201,12 +196,12 @@ ThroughputMeasurement measure_workload(Workload& w, const std::string& label, co
   m.prompts_hash = prompts_hash(w.prompts());
   m.note = w.note();
   m.warmup = w.run();
-  say("warm-up " + fmt(m.warmup.tokens_per_s, 1) + " output tokens/s");
+  say("warm-up " + format_fixed(m.warmup.tokens_per_s, 1) + " output tokens/s");
   std::vector<double> rates;
   while (needs_extra_run(rates, limits)) {
     m.runs.push_back(w.run());
     rates.push_back(m.runs.back().tokens_per_s);
-    say("run " + std::to_string(rates.size()) + ": " + fmt(rates.back(), 1) + " output tokens/s");
+    say("run " + std::to_string(rates.size()) + ": " + format_fixed(rates.back(), 1) + " output tokens/s");
   }
   m.timed_samples = int(m.runs.size());
   m.median_tokens_per_s = median(rates);
@@ -218,7 +213,7 @@ ThroughputMeasurement measure_workload(Workload& w, const std::string& label, co
   m.ttft_ms_median = median_of(m.runs, &RunSample::ttft_ms_median);
   m.tpot_ms_median = median_of(m.runs, &RunSample::tpot_ms_median);
   m.latency_ms_median = median_of(m.runs, &RunSample::latency_ms_median);
-  say("median " + fmt(m.median_tokens_per_s, 1) + " output tokens/s, relative MAD " + fmt(m.relative_mad, 4) +
+  say("median " + format_fixed(m.median_tokens_per_s, 1) + " output tokens/s, relative MAD " + format_fixed(m.relative_mad, 4) +
       (m.stable ? " (stable)" : " (NOT stable)"));
   return m;
 }
@@ -269,7 +264,7 @@ AbbaResult abba(Workload& a, const std::string& a_label, Workload& b, const std:
   r.a_label = a_label;
   r.b_label = b_label;
   r.legs = std::move(legs);
-  if (log) log("ABBA " + b_label + " / " + a_label + ": gain " + fmt(r.gain, 4) + ", max relative MAD " + fmt(mad, 4));
+  if (log) log("ABBA " + b_label + " / " + a_label + ": gain " + format_fixed(r.gain, 4) + ", max relative MAD " + format_fixed(mad, 4));
   return r;
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-[[noreturn]] void usage(const std::string& flag, const std::string& message, const std::string& remedy) {
+[[noreturn]] void protocol_usage(const std::string& flag, const std::string& message, const std::string& remedy) {
   throw Error(ErrorKind::kUsage, "", flag, message, remedy);
 }
 
@@ -70,31 +70,31 @@ Json ProtocolLimits::to_json() const {
 
 void check_spec(const ThroughputSpec& spec, int64_t context) {
   if (spec.isl < 1)
-    usage("--isl", "the input length must be at least 1 token (got " + std::to_string(spec.isl) + ")",
+    protocol_usage("--isl", "the input length must be at least 1 token (got " + std::to_string(spec.isl) + ")",
           "pass --isl 1024 or another positive length");
   if (spec.osl < 1)
-    usage("--osl", "the output length must be at least 1 token (got " + std::to_string(spec.osl) + ")",
+    protocol_usage("--osl", "the output length must be at least 1 token (got " + std::to_string(spec.osl) + ")",
           "pass --osl 1024 or another positive length");
   if (spec.concurrency < 1)
-    usage("--bench-concurrency",
+    protocol_usage("--bench-concurrency",
           "the benchmark concurrency must be at least 1 (got " + std::to_string(spec.concurrency) + ")",
           "pass --bench-concurrency 64 or another positive count");
   if (spec.num_prompts_override < 0)
-    usage("--num-prompts", "the prompt count override must not be negative", "pass 0 for concurrency x factor");
+    protocol_usage("--num-prompts", "the prompt count override must not be negative", "pass 0 for concurrency x factor");
   if (context > 0 && spec.isl > context - spec.osl)
-    usage("--isl,--osl",
+    protocol_usage("--isl,--osl",
           "isl + osl = " + std::to_string(spec.isl + spec.osl) + " tokens is over the model's context of " +
               std::to_string(context) + " positions",
           "lower --isl or --osl so that their sum is at most " + std::to_string(context));
 }
 
 void check_limits(const ProtocolLimits& l) {
-  if (l.timed_samples < 1) usage("timed_samples", "at least one timed run is needed", "use 3 (the protocol's)");
+  if (l.timed_samples < 1) protocol_usage("timed_samples", "at least one timed run is needed", "use 3 (the protocol's)");
   if (l.max_timed_samples < l.timed_samples)
-    usage("max_timed_samples", "max_timed_samples is below timed_samples", "use 4 (the protocol's)");
+    protocol_usage("max_timed_samples", "max_timed_samples is below timed_samples", "use 4 (the protocol's)");
   for (double v : {l.extra_run_mad, l.stability_relative_mad})
     if (!std::isfinite(v) || v < 0)
-      usage("stability_relative_mad", "MAD thresholds must be finite and >= 0", "use 0.01 and 0.015");
+      protocol_usage("stability_relative_mad", "MAD thresholds must be finite and >= 0", "use 0.01 and 0.015");
 }
 
 int prompt_factor(int64_t isl, int64_t osl) {
@@ -128,8 +128,8 @@ std::vector<std::vector<int32_t>> random_prompts(const std::vector<int32_t>& poo
   if (pool.empty())
     throw_invalid("", "vocabulary", "no token id is left to draw prompts from",
                   "the model's vocabulary holds only special tokens; use another model");
-  if (isl < 1) usage("--isl", "the input length must be at least 1 token", "pass a positive --isl");
-  if (count < 0) usage("--num-prompts", "the prompt count must not be negative", "");
+  if (isl < 1) protocol_usage("--isl", "the input length must be at least 1 token", "pass a positive --isl");
+  if (count < 0) protocol_usage("--num-prompts", "the prompt count must not be negative", "");
   std::mt19937_64 gen(seed);
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(count), std::vector<int32_t>(static_cast<size_t>(isl)));
   for (auto& p : prompts)

@@ -16,10 +16,10 @@
 namespace qloom::quant {
 namespace {
 
-constexpr const char* kPrefix = "algo_config.autosmoothquant.";
+constexpr const char* kAutosmoothquantPrefix = "algo_config.autosmoothquant.";
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
-  throw Error(ErrorKind::kUsage, "", kPrefix + key, msg,
+[[noreturn]] void bad_autosmoothquant_key(const std::string& key, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", kAutosmoothquantPrefix + key, msg,
               "keys: name, scaling_layers, model_decoder_layers, compute_scale_loss; qloom only: n_grid");
 }
 
@@ -73,7 +73,7 @@ class AutoSmoothQuantStage final : public AlgorithmStage {
   }
 
   void start(const engine::ModelConfig& config) override {
-    check_scaling_layers(c_.scaling_layers, config, std::string(kPrefix) + "scaling_layers");
+    check_scaling_layers(c_.scaling_layers, config, std::string(kAutosmoothquantPrefix) + "scaling_layers");
   }
 
   void process_layer(LayerSession& s) override;
@@ -252,23 +252,23 @@ AutoSmoothQuantStageConfig AutoSmoothQuantStageConfig::from_json(const nlohmann:
   c.compute_scale_loss = default_scale_loss(model_type);
   c.default_kinds = quark_default_kinds(model_type);
   if (j.is_null()) return c;
-  if (!j.is_object()) bad("", "the AutoSmoothQuant config must be a JSON object");
+  if (!j.is_object()) bad_autosmoothquant_key("", "the AutoSmoothQuant config must be a JSON object");
   for (const auto& [key, v] : j.items()) {
     if (v.is_null()) continue;
     if (key == "name") {
-      if (!v.is_string() || v.get<std::string>() != "autosmoothquant") bad(key, "must be \"autosmoothquant\"");
+      if (!v.is_string() || v.get<std::string>() != "autosmoothquant") bad_autosmoothquant_key(key, "must be \"autosmoothquant\"");
     } else if (key == "scaling_layers") {
-      c.scaling_layers = parse_scaling_layers(v, kPrefix + key);
+      c.scaling_layers = parse_scaling_layers(v, kAutosmoothquantPrefix + key);
     } else if (key == "model_decoder_layers") {
-      c.model_decoder_layers = parse_model_decoder_layers(v, kPrefix + key);
+      c.model_decoder_layers = parse_model_decoder_layers(v, kAutosmoothquantPrefix + key);
     } else if (key == "compute_scale_loss") {
-      c.compute_scale_loss = parse_scale_loss(v, kPrefix + key);
+      c.compute_scale_loss = parse_scale_loss(v, kAutosmoothquantPrefix + key);
     } else if (key == "n_grid") {
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000)
-        bad(key, "must be an integer in 1..1000");
+        bad_autosmoothquant_key(key, "must be an integer in 1..1000");
       c.n_grid = v.get<int>();
     } else {
-      bad(key, "unknown AutoSmoothQuant config key '" + key + "'");
+      bad_autosmoothquant_key(key, "unknown AutoSmoothQuant config key '" + key + "'");
     }
   }
   return c;

@@ -18,18 +18,18 @@ namespace {
 
 constexpr const char* kKeys = "n_grid, duo_scaling, clip, max_shrink, clip_n_grid, clip_max_tokens";
 
-[[noreturn]] void bad_key(const std::string& key, const std::string& msg) {
+[[noreturn]] void bad_awq_option(const std::string& key, const std::string& msg) {
   std::string remedy = "AWQ keys: ";
   remedy += kKeys;
   throw Error(ErrorKind::kUsage, "", key, msg, remedy);
 }
 
-[[noreturn]] void usage(const std::string& item, const std::string& msg) {
+[[noreturn]] void awq_usage(const std::string& item, const std::string& msg) {
   throw Error(ErrorKind::kUsage, "", item, msg);
 }
 
 int int_in(const nlohmann::json& v, const std::string& key, int lo, int hi) {
-  if (!v.is_number_integer()) bad_key(key, "must be an integer");
+  if (!v.is_number_integer()) bad_awq_option(key, "must be an integer");
   const int64_t i = v.get<int64_t>();
   if (i < lo || i > hi) {
     std::string msg = "must be in [";
@@ -37,23 +37,23 @@ int int_in(const nlohmann::json& v, const std::string& key, int lo, int hi) {
     msg += ", ";
     msg += std::to_string(hi);
     msg += "]";
-    bad_key(key, msg);
+    bad_awq_option(key, msg);
   }
   return static_cast<int>(i);
 }
 
-bool boolean(const nlohmann::json& v, const std::string& key) {
-  if (!v.is_boolean()) bad_key(key, "must be true or false");
+bool awq_boolean(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_boolean()) bad_awq_option(key, "must be true or false");
   return v.get<bool>();
 }
 
 std::vector<float> f32_copy(const engine::LinearWeight& w) {
   const size_t n = static_cast<size_t>(w.out * w.in);
   if (w.type == engine::WeightType::kF32) {
-    if (w.f32.size() != n) usage("weight", "a linear weight's buffer does not match its shape");
+    if (w.f32.size() != n) awq_usage("weight", "a linear weight's buffer does not match its shape");
     return w.f32;
   }
-  if (w.bf16.size() != n) usage("weight", "a linear weight's buffer does not match its shape");
+  if (w.bf16.size() != n) awq_usage("weight", "a linear weight's buffer does not match its shape");
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(w.bf16[i]);
   return out;
@@ -113,22 +113,22 @@ std::vector<float> grid_scales(std::span<const float> x_mean, const std::vector<
 AwqConfig AwqConfig::from_json(const nlohmann::json& j) {
   AwqConfig c;
   if (j.is_null()) return c;
-  if (!j.is_object()) bad_key("awq", "the AWQ config must be a JSON object");
+  if (!j.is_object()) bad_awq_option("awq", "the AWQ config must be a JSON object");
   for (const auto& [key, v] : j.items()) {
     if (key == "n_grid") c.n_grid = int_in(v, key, 1, 1000);
-    else if (key == "duo_scaling") c.duo_scaling = boolean(v, key);
-    else if (key == "clip") c.clip = boolean(v, key);
+    else if (key == "duo_scaling") c.duo_scaling = awq_boolean(v, key);
+    else if (key == "clip") c.clip = awq_boolean(v, key);
     else if (key == "clip_n_grid") c.clip_n_grid = int_in(v, key, 1, 1000);
     else if (key == "clip_max_tokens") c.clip_max_tokens = int_in(v, key, 1, std::numeric_limits<int>::max());
     else if (key == "max_shrink") {
-      if (!v.is_number()) bad_key(key, "must be a number");
+      if (!v.is_number()) bad_awq_option(key, "must be a number");
       c.max_shrink = v.get<double>();
-      if (!(c.max_shrink >= 0.0 && c.max_shrink < 1.0)) bad_key(key, "must be in [0, 1)");
+      if (!(c.max_shrink >= 0.0 && c.max_shrink < 1.0)) bad_awq_option(key, "must be in [0, 1)");
     } else {
       std::string msg = "unknown AWQ key '";
       msg += key;
       msg += "'";
-      bad_key(key, msg);
+      bad_awq_option(key, msg);
     }
   }
   return c;
@@ -167,7 +167,7 @@ void round_all_to(DType t, std::vector<float>& v) {
 
 engine::LinearWeight awq_candidate(const engine::LinearWeight& w, const QuantSpec& spec, std::span<const float> s,
                                    const AwqQuantOptions& o, std::string_view name) {
-  if (static_cast<int64_t>(s.size()) != w.in) usage(std::string(name), "scale count differs from in_features");
+  if (static_cast<int64_t>(s.size()) != w.in) awq_usage(std::string(name), "scale count differs from in_features");
   std::vector<float> ws = f32_copy(w);
   for (int64_t r = 0; r < w.out; ++r)
     for (int64_t c = 0; c < w.in; ++c) ws[static_cast<size_t>(r * w.in + c)] *= s[static_cast<size_t>(c)];
@@ -192,14 +192,14 @@ namespace {
 std::vector<double> check_search(std::span<const float> x_mean, const std::vector<AwqLinear>& linears,
                                  const AwqConfig& config) {
   const int64_t n = static_cast<int64_t>(x_mean.size());
-  if (linears.empty() || n == 0) usage("linears", "AWQ needs a group with linears and statistics");
+  if (linears.empty() || n == 0) awq_usage("linears", "AWQ needs a group with linears and statistics");
   bool any_quantized = false;
   for (const AwqLinear& l : linears) {
-    if (l.weight == nullptr || l.weight->in != n) usage(l.name, "in_features differs from the statistics' width");
+    if (l.weight == nullptr || l.weight->in != n) awq_usage(l.name, "in_features differs from the statistics' width");
     any_quantized = any_quantized || l.spec != nullptr;
   }
-  if (!any_quantized) usage("linears", "no linear of the group is quantized");
-  if (config.n_grid < 1) usage("n_grid", "must be >= 1");
+  if (!any_quantized) awq_usage("linears", "no linear of the group is quantized");
+  if (config.n_grid < 1) awq_usage("n_grid", "must be >= 1");
   for (int64_t j = 0; j < n; ++j) {
     const float v = x_mean[static_cast<size_t>(j)];
     if (!std::isfinite(v) || v < 0.0f) {
@@ -281,7 +281,7 @@ AwqScaleResult awq_search_scales_pruned(std::span<const float> x_mean, const std
                                         const AwqConfig& config, const AwqQuantOptions& options, AwqPartLoss& loss,
                                         int first) {
   const std::vector<double> w_mean = check_search(x_mean, linears, config);
-  if (loss.parts() < 1 || !(loss.count() > 0.0)) usage("loss", "the AWQ loss needs parts and a positive count");
+  if (loss.parts() < 1 || !(loss.count() > 0.0)) awq_usage("loss", "the AWQ loss needs parts and a positive count");
   std::vector<int64_t> part_order(static_cast<size_t>(loss.parts()));
   for (size_t p = 0; p < part_order.size(); ++p) part_order[p] = static_cast<int64_t>(p);
   AwqScaleResult best;
@@ -324,11 +324,11 @@ AwqClip awq_search_clip(const engine::LinearWeight& w, const QuantSpec& spec, st
                         std::string_view name) {
   const std::string item(name);
   if (tokens < 1 || static_cast<int64_t>(x.size()) != tokens * w.in)
-    usage(item, "the clip search's inputs must be [tokens >= 1, in_features]");
+    awq_usage(item, "the clip search's inputs must be [tokens >= 1, in_features]");
   AwqClip clip;
   if (spec.qscheme == QScheme::kPerTensor) return clip;
   const int64_t O = w.out, I = w.in, G = row_group(spec, I);
-  if (G <= 0 || I % G != 0) usage(item, "the group size does not divide in_features");
+  if (G <= 0 || I % G != 0) awq_usage(item, "the group size does not divide in_features");
   const int64_t ng = I / G;
   clip.rows = O;
   clip.groups_per_row = ng;
@@ -421,7 +421,7 @@ AwqClip awq_search_clip(const engine::LinearWeight& w, const QuantSpec& spec, st
 void apply_awq_clip(engine::LinearWeight& w, const AwqClip& clip) {
   if (clip.max_val.empty()) return;
   if (clip.rows != w.out || clip.groups_per_row * clip.group_size != w.in)
-    usage("clip", "the clip bounds do not match the weight's shape");
+    awq_usage("clip", "the clip bounds do not match the weight's shape");
   for (int64_t o = 0; o < w.out; ++o)
     for (int64_t k = 0; k < w.in; ++k) {
       const float m = clip.max_val[static_cast<size_t>(o * clip.groups_per_row + k / clip.group_size)];

@@ -14,10 +14,10 @@
 namespace qloom::quant {
 namespace {
 
-constexpr const char* kPrefix = "algo_config.awq.";
+constexpr const char* kAwqPrefix = "algo_config.awq.";
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
-  throw Error(ErrorKind::kUsage, "", kPrefix + key, msg,
+[[noreturn]] void bad_awq_key(const std::string& key, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", kAwqPrefix + key, msg,
               "keys: name, scaling_layers, model_decoder_layers; qloom only: n_grid, duo_scaling, clip, max_shrink, "
               "clip_n_grid, clip_max_tokens, direct_loss_bytes");
 }
@@ -68,7 +68,7 @@ class AwqStage final : public AlgorithmStage {
   }
 
   void start(const engine::ModelConfig& config) override {
-    check_scaling_layers(c_.scaling_layers, config, std::string(kPrefix) + "scaling_layers");
+    check_scaling_layers(c_.scaling_layers, config, std::string(kAwqPrefix) + "scaling_layers");
   }
 
   void process_layer(LayerSession& s) override;
@@ -257,30 +257,30 @@ void AwqStage::clip_layer(LayerSession& s, const std::vector<SearchGroup>& group
 AwqStageConfig AwqStageConfig::from_json(const nlohmann::json& j) {
   AwqStageConfig c;
   if (j.is_null()) return c;
-  if (!j.is_object()) bad("", "the AWQ config must be a JSON object");
+  if (!j.is_object()) bad_awq_key("", "the AWQ config must be a JSON object");
   nlohmann::json search = nlohmann::json::object();
   for (const auto& [key, v] : j.items()) {
     if (v.is_null()) continue;
     if (key == "name") {
-      if (!v.is_string() || v.get<std::string>() != "awq") bad(key, "must be \"awq\"");
+      if (!v.is_string() || v.get<std::string>() != "awq") bad_awq_key(key, "must be \"awq\"");
     } else if (key == "scaling_layers") {
-      c.scaling_layers = parse_scaling_layers(v, kPrefix + key);
+      c.scaling_layers = parse_scaling_layers(v, kAwqPrefix + key);
     } else if (key == "model_decoder_layers") {
-      c.model_decoder_layers = parse_model_decoder_layers(v, kPrefix + key);
+      c.model_decoder_layers = parse_model_decoder_layers(v, kAwqPrefix + key);
     } else if (key == "direct_loss_bytes") {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0) bad(key, "must be an integer >= 0 (bytes)");
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) bad_awq_key(key, "must be an integer >= 0 (bytes)");
       c.direct_loss_bytes = static_cast<uint64_t>(v.get<int64_t>());
     } else if (key == "n_grid" || key == "duo_scaling" || key == "clip" || key == "max_shrink" ||
                key == "clip_n_grid" || key == "clip_max_tokens") {
       search[key] = v;
     } else {
-      bad(key, "unknown AWQ config key '" + key + "'");
+      bad_awq_key(key, "unknown AWQ config key '" + key + "'");
     }
   }
   try {
     c.search = AwqConfig::from_json(search);
   } catch (const Error& e) {  // name the key as the stage's config does
-    bad(e.item(), e.message());
+    bad_awq_key(e.item(), e.message());
   }
   return c;
 }

@@ -19,7 +19,7 @@ bool is_scale_stage(const QuantSpec& s) {
          !s.is_dynamic && s.is_scale_quant;
 }
 
-[[noreturn]] void unsupported(std::string_view where, const std::string& what) {
+[[noreturn]] void fp4_block_unsupported(std::string_view where, const std::string& what) {
   throw Error(ErrorKind::kUnsupported, "", std::string(where), what,
               "use one of Quark's fp4 block schemes as it defines them: nvfp4, amdfp4, amdfp4_g32, "
               "amdfp4_global16, amdfp4_global32");
@@ -43,17 +43,17 @@ bool is_fp4_block_spec(const QuantSpec& s) {
 }
 
 void check_fp4_block_specs(const QuantSpec& first, const std::optional<QuantSpec>& second, std::string_view where) {
-  if (!is_fp4_block_spec(first)) unsupported(where, "not an fp4 per_group spec with float32 or e5m3 scales");
-  if (first.group_size <= 0) unsupported(where, "fp4 block spec without a positive group_size");
+  if (!is_fp4_block_spec(first)) fp4_block_unsupported(where, "not an fp4 per_group spec with float32 or e5m3 scales");
+  if (first.group_size <= 0) fp4_block_unsupported(where, "fp4 block spec without a positive group_size");
   if (first.ch_axis != -1 && first.ch_axis != 1)
-    unsupported(where, "fp4 block groups along axis " + std::to_string(first.ch_axis) + " (only the input axis)");
+    fp4_block_unsupported(where, "fp4 block groups along axis " + std::to_string(first.ch_axis) + " (only the input axis)");
   if (first.scale_format == ScaleFormat::kE5M3) {
-    if (second) unsupported(where, "an e5m3-scaled fp4 spec with a second stage");
+    if (second) fp4_block_unsupported(where, "an e5m3-scaled fp4 spec with a second stage");
     return;
   }
-  if (!second) unsupported(where, "an fp4 spec with float32 scales but no scale-quantization stage");
+  if (!second) fp4_block_unsupported(where, "an fp4 spec with float32 scales but no scale-quantization stage");
   if (!is_scale_stage(*second))
-    unsupported(where, std::string("second stage ") + quant_dtype_name(second->dtype) +
+    fp4_block_unsupported(where, std::string("second stage ") + quant_dtype_name(second->dtype) +
                            " is not a static per_tensor fp8_e4m3 / fp8_e5m3 scale quantizer");
 }
 

@@ -8,7 +8,7 @@
 namespace qloom::quant {
 namespace {
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
+[[noreturn]] void bad_gptaq_key(const std::string& key, const std::string& msg) {
   throw Error(ErrorKind::kUsage, "", "algo_config.gptaq." + key, msg,
               "keys: name, block_size, damp_percent, alpha, desc_act, static_groups, inside_layer_modules, "
               "model_decoder_layers, damp_retries");
@@ -58,21 +58,21 @@ class GptaqStage final : public PairedHessianStage {
 GptaqConfig GptaqConfig::from_json(const nlohmann::json& j) {
   GptaqConfig c;
   if (j.is_null()) return c;
-  if (!j.is_object()) bad("", "the GPTAQ config must be a JSON object");
+  if (!j.is_object()) bad_gptaq_key("", "the GPTAQ config must be a JSON object");
   for (const auto& [key, v] : j.items()) {
     if (v.is_null()) continue;
     if (c.common.parse("gptaq", key, v)) continue;
     const bool finite = v.is_number() && std::isfinite(v.get<double>());
     if (key == "name") {
-      if (!v.is_string() || v.get<std::string>() != "gptaq") bad(key, "must be \"gptaq\"");
+      if (!v.is_string() || v.get<std::string>() != "gptaq") bad_gptaq_key(key, "must be \"gptaq\"");
     } else if (key == "damp_percent") {
-      if (!finite || v.get<double>() <= 0) bad(key, "must be a number > 0");
+      if (!finite || v.get<double>() <= 0) bad_gptaq_key(key, "must be a number > 0");
       c.damp_percent = v.get<double>();
     } else if (key == "alpha") {
-      if (!finite || v.get<double>() < 0) bad(key, "must be a number >= 0");
+      if (!finite || v.get<double>() < 0) bad_gptaq_key(key, "must be a number >= 0");
       c.alpha = v.get<double>();
     } else {
-      bad(key, "unknown GPTAQ config key '" + key + "'");
+      bad_gptaq_key(key, "unknown GPTAQ config key '" + key + "'");
     }
   }
   c.common.check("gptaq");

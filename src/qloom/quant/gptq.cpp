@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <regex>
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
@@ -347,6 +348,12 @@ GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vect
 
 uint8_t detail::gptq_quantize_one(const Plan& p, const GroupParams& g, float x, float* q) {
   return quantize_one(p, g, x, q);
+}
+
+std::string layer_relative_pattern(const std::string& module) {
+  static const std::regex layer_prefix(R"(^.*?\.layers\.\d+\.)");
+  static const std::regex expert(R"(experts\.\d+\.)");
+  return std::regex_replace(std::regex_replace(module, layer_prefix, ""), expert, "experts.*.");
 }
 
 }  // namespace qloom::quant

@@ -125,4 +125,9 @@ bool cholesky_inverse_upper(std::vector<double>& H, int64_t n, double damp, std:
 uint8_t gptq_quantize_one(const Plan& p, const GroupParams& g, float x, float* q);
 }  // namespace detail
 
+// A module name relative to its decoder layer, experts collapsed, as Quark's GPTQ
+// templates write inside_layer_modules: "model.layers.3.mlp.experts.12.up_proj"
+// -> "mlp.experts.*.up_proj".
+std::string layer_relative_pattern(const std::string& module);
+
 }  // namespace qloom::quant

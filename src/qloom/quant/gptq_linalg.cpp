@@ -200,7 +200,7 @@ void round_robin(int64_t n, ThreadPool* pool, F&& body) {
 // round-robin. Slices run in order, so every chain keeps its order; any
 // split of the tiles gives the same bits.
 template <class T>
-void run(const Job<T>& g, ThreadPool* pool) {
+void run_job(const Job<T>& g, ThreadPool* pool) {
   if (g.m <= 0 || g.n <= 0 || g.K <= 0) return;
   const ChainKernels<T>& ks = *kernels<T>();
   const int64_t MR = ks.mr, NR = ks.nr, RB = kTileRows * MR, CB = kTileRows * NR;
@@ -274,7 +274,7 @@ void syrk_upper(const T* X, int64_t rows, int64_t n, T* C, ThreadPool* pool) {
   g.b = X, g.ldb = n;
   g.c = C, g.ldc = n;
   g.mask = Mask::kUpper;
-  run(g, pool);
+  run_job(g, pool);
 }
 
 template <class T>
@@ -353,7 +353,7 @@ bool cholesky_lower(double* A, int64_t n, ThreadPool* pool) {
     g.c = A + (j0 + w) * n + j0 + w, g.ldc = n;
     g.sub = true;
     g.mask = Mask::kLower;
-    run(g, pool);
+    run_job(g, pool);
   }
   return true;
 }
@@ -406,7 +406,7 @@ void invert_lower(double* A, int64_t n, ThreadPool* pool) {
       g.a = A + k1 * n + k0, g.rsa = n, g.csa = 1;
       g.b = S.data() + (k0 - j0) * wj, g.ldb = wj;
       g.c = S.data() + (k1 - j0) * wj, g.ldc = wj;
-      run(g, pool);
+      run_job(g, pool);
     }
     // Later column blocks read L only right of this one: write M[:, J] back.
     for (int64_t i = j0; i < n; ++i)
@@ -438,7 +438,7 @@ void gemm_sub(int64_t m, int64_t n, int64_t K, const float* A, int64_t lda, cons
   g.b = B, g.ldb = ldb;
   g.c = C, g.ldc = ldc;
   g.sub = true;
-  run(g, pool);
+  run_job(g, pool);
 }
 
 void gemm_sub_ref(int64_t m, int64_t n, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,

@@ -14,17 +14,10 @@
 namespace qloom::quant {
 namespace {
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
+[[noreturn]] void bad_gptq_key(const std::string& key, const std::string& msg) {
   throw Error(ErrorKind::kUsage, "", "algo_config.gptq." + key, msg,
               "keys: name, block_size, damp_percent, desc_act, static_groups, inside_layer_modules, "
               "model_decoder_layers, true_sequential, damp_retries");
-}
-
-// "model.layers.3.mlp.experts.12.up_proj" -> "mlp.experts.*.up_proj".
-std::string layer_relative_pattern(const std::string& module) {
-  static const std::regex layer_prefix(R"(^.*?\.layers\.\d+\.)");
-  static const std::regex expert(R"(experts\.\d+\.)");
-  return std::regex_replace(std::regex_replace(module, layer_prefix, ""), expert, "experts.*.");
 }
 
 class GptqStage final : public AlgorithmStage {
@@ -219,11 +212,11 @@ void GptqStage::quantize_targets(LayerSession& s, const std::vector<QuantTarget>
 GptqConfig GptqConfig::from_json(const nlohmann::json& j) {
   GptqConfig c;
   if (j.is_null()) return c;
-  if (!j.is_object()) bad("", "the GPTQ config must be a JSON object");
+  if (!j.is_object()) bad_gptq_key("", "the GPTQ config must be a JSON object");
   for (const auto& [key, v] : j.items()) {
     if (v.is_null()) continue;
     auto need = [&](bool ok, const char* what) {
-      if (!ok) bad(key, std::string("must be ") + what);
+      if (!ok) bad_gptq_key(key, std::string("must be ") + what);
     };
     if (key == "name") {
       need(v.is_string() && v.get<std::string>() == "gptq", "\"gptq\"");
@@ -256,7 +249,7 @@ GptqConfig GptqConfig::from_json(const nlohmann::json& j) {
       need(v.is_string(), "a string");
       c.model_decoder_layers = v.get<std::string>();
     } else {
-      bad(key, "unknown GPTQ config key '" + key + "'");
+      bad_gptq_key(key, "unknown GPTQ config key '" + key + "'");
     }
   }
   if (c.model_decoder_layers != "model.layers")
@@ -264,7 +257,7 @@ GptqConfig GptqConfig::from_json(const nlohmann::json& j) {
                 "qloom's engine names decoder layers model.layers, not '" + c.model_decoder_layers + "'",
                 "use \"model.layers\" (or omit the key)");
   if (c.desc_act && !c.static_groups)
-    bad("static_groups", "desc_act requires static_groups (Quark exports only static groups)");
+    bad_gptq_key("static_groups", "desc_act requires static_groups (Quark exports only static groups)");
   return c;
 }
 

@@ -20,7 +20,7 @@ const SchemeDef& scheme_or_throw(const std::string& name, const char* flag) {
 }
 
 // Up to three module names closest to a pattern that matched nothing.
-std::string near_misses(const std::string& pattern, const std::vector<LinearLayer>& layers) {
+std::string closest_layers(const std::string& pattern, const std::vector<LinearLayer>& layers) {
   std::string stripped;
   for (char c : pattern)
     if (c != '*' && c != '?') stripped += c;
@@ -111,13 +111,13 @@ Selection select_layers(const std::vector<LinearLayer>& layers, const SelectionR
                       req.exclude_layers.end();
     if (user && !exclude_used[i])
       sel.warnings.push_back("--exclude_layers pattern '" + sel.exclude[i] +
-                             "' matches no linear layer; closest: " + near_misses(sel.exclude[i], layers));
+                             "' matches no linear layer; closest: " + closest_layers(sel.exclude[i], layers));
   }
   for (size_t i = 0; i < overrides.size(); ++i)
     if (!override_used[i])
       sel.warnings.push_back("--layer_quant_scheme pattern '" + overrides[i].first +
                              "' matches no quantized linear layer; closest: " +
-                             near_misses(overrides[i].first, layers));
+                             closest_layers(overrides[i].first, layers));
   return sel;
 }
 

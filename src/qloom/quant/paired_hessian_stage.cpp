@@ -14,13 +14,6 @@
 namespace qloom::quant {
 namespace {
 
-// "model.layers.3.mlp.experts.12.up_proj" -> "mlp.experts.*.up_proj" (as the GPTQ stage writes them).
-std::string layer_relative_pattern(const std::string& module) {
-  static const std::regex layer_prefix(R"(^.*?\.layers\.\d+\.)");
-  static const std::regex expert(R"(experts\.\d+\.)");
-  return std::regex_replace(std::regex_replace(module, layer_prefix, ""), expert, "experts.*.");
-}
-
 bool is_router(const std::string& module) {
   return module.size() > 5 && module.compare(module.size() - 5, 5, ".gate") == 0;
 }

@@ -30,7 +30,7 @@ std::vector<float> stage1_values(const QuantizedTensor& q1) {
 }
 
 template <class Quantize>
-ProgressiveTensor run(const float* w, uint64_t rows, uint64_t cols, const QuantSpec& first, const QuantSpec& second,
+ProgressiveTensor run_progressive(const float* w, uint64_t rows, uint64_t cols, const QuantSpec& first, const QuantSpec& second,
                       std::string_view tensor_name, DType model_dtype, Quantize&& quantize) {
   check_pair(first, second, tensor_name);
   ProgressiveTensor t;
@@ -54,7 +54,7 @@ bool is_supported_progressive(const QuantSpec& first, const QuantSpec& second) {
 
 ProgressiveTensor quantize_progressive_ref(const float* w, uint64_t rows, uint64_t cols, const QuantSpec& first,
                                            const QuantSpec& second, std::string_view tensor_name, DType model_dtype) {
-  return run(w, rows, cols, first, second, tensor_name, model_dtype, [&](const float* x, const QuantSpec& s) {
+  return run_progressive(w, rows, cols, first, second, tensor_name, model_dtype, [&](const float* x, const QuantSpec& s) {
     return quantize_weight_ref(x, rows, cols, s, quark_scale_dtype(s, model_dtype), tensor_name, model_dtype);
   });
 }
@@ -62,7 +62,7 @@ ProgressiveTensor quantize_progressive_ref(const float* w, uint64_t rows, uint64
 ProgressiveTensor quantize_progressive(const float* w, uint64_t rows, uint64_t cols, const QuantSpec& first,
                                        const QuantSpec& second, std::string_view tensor_name, DType model_dtype,
                                        unsigned threads) {
-  return run(w, rows, cols, first, second, tensor_name, model_dtype, [&](const float* x, const QuantSpec& s) {
+  return run_progressive(w, rows, cols, first, second, tensor_name, model_dtype, [&](const float* x, const QuantSpec& s) {
     return quantize_weight(x, rows, cols, s, quark_scale_dtype(s, model_dtype), tensor_name, model_dtype, threads);
   });
 }

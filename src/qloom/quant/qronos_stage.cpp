@@ -8,7 +8,7 @@
 namespace qloom::quant {
 namespace {
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
+[[noreturn]] void bad_qronos_key(const std::string& key, const std::string& msg) {
   throw Error(ErrorKind::kUsage, "", "algo_config.qronos." + key, msg,
               "keys: inside_layer_modules, model_decoder_layers, name, block_size, desc_act, static_groups, alpha, "
               "beta, damp_retries");
@@ -57,21 +57,21 @@ class QronosStage final : public PairedHessianStage {
 QronosConfig QronosConfig::from_json(const nlohmann::json& j) {
   QronosConfig c;
   if (j.is_null()) return c;
-  if (!j.is_object()) bad("", "the Qronos config must be a JSON object");
+  if (!j.is_object()) bad_qronos_key("", "the Qronos config must be a JSON object");
   for (const auto& [key, v] : j.items()) {
     if (v.is_null()) continue;
     if (c.common.parse("qronos", key, v)) continue;
     const bool positive = v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0;
     if (key == "name") {
-      if (!v.is_string() || v.get<std::string>() != "qronos") bad(key, "must be \"qronos\"");
+      if (!v.is_string() || v.get<std::string>() != "qronos") bad_qronos_key(key, "must be \"qronos\"");
     } else if (key == "alpha") {
-      if (!positive) bad(key, "must be a number > 0");
+      if (!positive) bad_qronos_key(key, "must be a number > 0");
       c.alpha = v.get<double>();
     } else if (key == "beta") {
-      if (!positive) bad(key, "must be a number > 0");
+      if (!positive) bad_qronos_key(key, "must be a number > 0");
       c.beta = v.get<double>();
     } else {
-      bad(key, "unknown Qronos config key '" + key + "'");
+      bad_qronos_key(key, "unknown Qronos config key '" + key + "'");
     }
   }
   c.common.check("qronos");

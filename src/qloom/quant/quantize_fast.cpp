@@ -271,7 +271,7 @@ void encode(bool avx2, const Plan& p, const GroupParams& g, const float* x, uint
   encode_scalar(p, g, x, out, n);
 }
 
-GroupParams params_of(const Plan& p, float mn, float mx, std::string_view tensor_name) {
+GroupParams params_from_range(const Plan& p, float mn, float mx, std::string_view tensor_name) {
   switch (p.kind) {
     case Kind::kInt: return int_params(p, mn, mx, tensor_name);
     case Kind::kFp8: return fp8_params(p, std::max(-mn, mx), tensor_name);
@@ -344,7 +344,7 @@ QuantizedTensor quantize_weight(const float* w, uint64_t rows, uint64_t cols, co
         mn = std::min(mn, mins[i]);
         mx = std::max(mx, maxs[i]);
       }
-    tensor_params = params_of(p, mn, mx, tensor_name);
+    tensor_params = params_from_range(p, mn, mx, tensor_name);
     out.scales = {tensor_params.scale};
     if (asym) out.zero_points = {tensor_params.zp};
   } else {
@@ -367,7 +367,7 @@ QuantizedTensor quantize_weight(const float* w, uint64_t rows, uint64_t cols, co
     for (uint64_t r = r0; r < r1; ++r)
       for (uint64_t gi = 0; gi < gpr; ++gi) {
         const uint64_t k = r * gpr + gi, off = r * cols + gi * p.group;
-        const GroupParams g = params_of(p, mins[k], maxs[k], tensor_name);
+        const GroupParams g = params_from_range(p, mins[k], maxs[k], tensor_name);
         out.scales[k] = g.scale;
         if (asym) out.zero_points[k] = g.zp;
         encode(avx2, p, g, w + off, out.codes.data() + off, p.group, tmp.data());

@@ -8,38 +8,38 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-constexpr const char* kPrefix = "algo_config.rotation.";
+constexpr const char* kRotationPrefix = "algo_config.rotation.";
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
-  throw Error(ErrorKind::kUsage, "", kPrefix + key, msg,
+[[noreturn]] void bad_rotation_key(const std::string& key, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", kRotationPrefix + key, msg,
               "fix the rotation config (Quark 0.13's RotationConfig keys: r1, r2, r3, r4, rotation_size, random_r1, "
               "random_r2, scaling_layers, backbone, model_decoder_layers, v_proj, o_proj, self_attn, mlp, "
               "online_r1_rotation, online_config, trainable, train_smooth, smooth_positions)");
 }
 
-[[noreturn]] void unsupported(const std::string& key, const std::string& why, const std::string& remedy) {
-  throw Error(ErrorKind::kUnsupported, "", kPrefix + key, why, remedy);
+[[noreturn]] void rotation_unsupported(const std::string& key, const std::string& why, const std::string& remedy) {
+  throw Error(ErrorKind::kUnsupported, "", kRotationPrefix + key, why, remedy);
 }
 
-bool boolean(const json& v, const std::string& key) {
-  if (!v.is_boolean()) bad(key, "must be true or false");
+bool rotation_boolean(const json& v, const std::string& key) {
+  if (!v.is_boolean()) bad_rotation_key(key, "must be true or false");
   return v.get<bool>();
 }
 
 std::string text(const json& v, const std::string& key) {
-  if (!v.is_string() || v.get<std::string>().empty()) bad(key, "must be a non-empty string");
+  if (!v.is_string() || v.get<std::string>().empty()) bad_rotation_key(key, "must be a non-empty string");
   return v.get<std::string>();
 }
 
 std::vector<std::string> names(const json& v, const std::string& key) {
-  if (!v.is_array()) bad(key, "must be a list of module names");
+  if (!v.is_array()) bad_rotation_key(key, "must be a list of module names");
   std::vector<std::string> out;
   for (const auto& e : v) out.push_back(text(e, key));
   return out;
 }
 
 RotationGroup parse_group(const json& g, const std::string& key) {
-  if (!g.is_object()) bad(key, "each entry must be an object with prev_modules, norm_module, next_modules");
+  if (!g.is_object()) bad_rotation_key(key, "each entry must be an object with prev_modules, norm_module, next_modules");
   RotationGroup r;
   for (const auto& [k, v] : g.items()) {
     const std::string item = key + "." + k;
@@ -47,13 +47,13 @@ RotationGroup parse_group(const json& g, const std::string& key) {
     else if (k == "norm_module") r.norm_module = text(v, item);
     else if (k == "next_modules") r.next_modules = names(v, item);
     else if (k == "target_modules") r.target_modules = names(v, item);
-    else bad(item, "unknown scaling_layers key '" + k + "'");
+    else bad_rotation_key(item, "unknown scaling_layers key '" + k + "'");
   }
   return r;
 }
 
 RotationScalingLayers parse_scaling_layers(const json& v) {
-  if (!v.is_object()) bad("scaling_layers", "must be an object with first_layer, middle_layers, last_layer");
+  if (!v.is_object()) bad_rotation_key("scaling_layers", "must be an object with first_layer, middle_layers, last_layer");
   RotationScalingLayers s;
   bool first = false, middle = false, last = false;
   for (const auto& [k, list] : v.items()) {
@@ -61,13 +61,13 @@ RotationScalingLayers parse_scaling_layers(const json& v) {
     if (k == "first_layer") dst = &s.first_layer, first = true;
     else if (k == "middle_layers") dst = &s.middle_layers, middle = true;
     else if (k == "last_layer") dst = &s.last_layer, last = true;
-    else bad("scaling_layers." + k, "unknown scaling_layers key '" + k + "'");
-    if (!list.is_array()) bad("scaling_layers." + k, "must be a list of groups");
+    else bad_rotation_key("scaling_layers." + k, "unknown scaling_layers key '" + k + "'");
+    if (!list.is_array()) bad_rotation_key("scaling_layers." + k, "must be a list of groups");
     for (size_t i = 0; i < list.size(); ++i)
       dst->push_back(parse_group(list[i], "scaling_layers." + k + "[" + std::to_string(i) + "]"));
   }
   if (!first || !middle || !last)
-    bad("scaling_layers", "needs first_layer, middle_layers and last_layer (Quark reads all three)");
+    bad_rotation_key("scaling_layers", "needs first_layer, middle_layers and last_layer (Quark reads all three)");
   return s;
 }
 
@@ -91,35 +91,35 @@ ojson group_json(const RotationGroup& g) {
 // Quark's checks of RotationConfig.__post_init__, then what qloom refuses.
 void check(const RotationConfig& c, const json& j) {
   if ((c.random_r1 || c.random_r2) && c.rotation_size)
-    unsupported("rotation_size", "random_r1 / random_r2 with a custom rotation_size is not supported (Quark refuses it too)",
+    rotation_unsupported("rotation_size", "random_r1 / random_r2 with a custom rotation_size is not supported (Quark refuses it too)",
                 "drop rotation_size or the random rotations");
   if (!c.r1 && c.online_r1_rotation)
-    bad("online_r1_rotation", "online_r1_rotation has no effect with r1 false (Quark refuses it)");
-  if (c.rotation_size && *c.rotation_size < 1) bad("rotation_size", "must be a positive integer or null");
+    bad_rotation_key("online_r1_rotation", "online_r1_rotation has no effect with r1 false (Quark refuses it)");
+  if (c.rotation_size && *c.rotation_size < 1) bad_rotation_key("rotation_size", "must be a positive integer or null");
   if (c.random_r1 || c.random_r2)
-    unsupported(c.random_r1 ? "random_r1" : "random_r2",
+    rotation_unsupported(c.random_r1 ? "random_r1" : "random_r2",
                 "random Hadamard rotations are drawn from torch's random number generator, which qloom does not "
                 "reproduce",
                 "set random_r1 and random_r2 to false (Quark's default)");
   if (c.trainable)
-    unsupported("trainable", "trainable rotations (SpinQuant / OSTQuant training) are not implemented in qloom",
+    rotation_unsupported("trainable", "trainable rotations (SpinQuant / OSTQuant training) are not implemented in qloom",
                 "set trainable to false (Quark's default): fixed Hadamard rotations");
   if (c.online_r1_rotation.value_or(false))
-    unsupported("online_r1_rotation",
+    rotation_unsupported("online_r1_rotation",
                 "online R1 (a Hadamard applied to each linear's input at run time, exported as input_rotation "
                 "buffers) is not implemented in qloom",
                 "set online_r1_rotation to false (Quark's default): R1 fused offline into the weights");
   if (c.r3)
-    unsupported("r3", "R3 (a Hadamard on q and k after RoPE, patched into the attention forward) is not implemented",
+    rotation_unsupported("r3", "R3 (a Hadamard on q and k after RoPE, patched into the attention forward) is not implemented",
                 "set r3 to false (Quark's default for every model type)");
   if (c.r4)
-    unsupported("r4", "R4 (an online Hadamard on down_proj's input) is not implemented in qloom",
+    rotation_unsupported("r4", "R4 (an online Hadamard on down_proj's input) is not implemented in qloom",
                 "set r4 to false (Quark's default for every model type)");
   for (const char* k : {"online_config", "smooth_positions"})
     if (j.contains(k) && !j.at(k).is_null())
-      unsupported(k, std::string(k) + " applies to online or trainable rotations only", "set it to null");
-  if (j.contains("train_smooth") && !j.at("train_smooth").is_null() && boolean(j.at("train_smooth"), "train_smooth"))
-    bad("train_smooth", "train_smooth needs trainable (Quark refuses it otherwise)");
+      rotation_unsupported(k, std::string(k) + " applies to online or trainable rotations only", "set it to null");
+  if (j.contains("train_smooth") && !j.at("train_smooth").is_null() && rotation_boolean(j.at("train_smooth"), "train_smooth"))
+    bad_rotation_key("train_smooth", "train_smooth needs trainable (Quark refuses it otherwise)");
 }
 
 }  // namespace
@@ -140,11 +140,11 @@ std::optional<RotationConfig> RotationConfig::defaults(std::string_view model_ty
 }
 
 RotationConfig RotationConfig::from_json(const json& j, std::string_view model_type) {
-  if (!j.is_null() && !j.is_object()) bad("", "the rotation config must be a JSON object");
+  if (!j.is_null() && !j.is_object()) bad_rotation_key("", "the rotation config must be a JSON object");
   std::optional<RotationConfig> base = defaults(model_type);
   const bool has_layers = j.is_object() && j.contains("scaling_layers") && !j.at("scaling_layers").is_null();
   if (!base && !has_layers)
-    unsupported("scaling_layers",
+    rotation_unsupported("scaling_layers",
                 "Quark 0.13 has rotation defaults for model type 'llama' only, not '" + std::string(model_type) + "'",
                 "give a full rotation config with scaling_layers: --quant_algo_config_file rotation FILE.json");
   RotationConfig c = base.value_or(RotationConfig{});
@@ -152,17 +152,17 @@ RotationConfig RotationConfig::from_json(const json& j, std::string_view model_t
   bool online_given = false;
   for (const auto& [key, v] : j.items()) {
     if (key == "name") {
-      if (text(v, key) != "rotation") bad(key, "must be \"rotation\"");
-    } else if (key == "r1") c.r1 = boolean(v, key);
-    else if (key == "r2") c.r2 = boolean(v, key);
-    else if (key == "r3") c.r3 = boolean(v, key);
-    else if (key == "r4") c.r4 = boolean(v, key);
-    else if (key == "random_r1") c.random_r1 = boolean(v, key);
-    else if (key == "random_r2") c.random_r2 = boolean(v, key);
-    else if (key == "trainable") c.trainable = boolean(v, key);
+      if (text(v, key) != "rotation") bad_rotation_key(key, "must be \"rotation\"");
+    } else if (key == "r1") c.r1 = rotation_boolean(v, key);
+    else if (key == "r2") c.r2 = rotation_boolean(v, key);
+    else if (key == "r3") c.r3 = rotation_boolean(v, key);
+    else if (key == "r4") c.r4 = rotation_boolean(v, key);
+    else if (key == "random_r1") c.random_r1 = rotation_boolean(v, key);
+    else if (key == "random_r2") c.random_r2 = rotation_boolean(v, key);
+    else if (key == "trainable") c.trainable = rotation_boolean(v, key);
     else if (key == "rotation_size") {
       if (v.is_null()) c.rotation_size.reset();
-      else if (!v.is_number_integer()) bad(key, "must be an integer or null");
+      else if (!v.is_number_integer()) bad_rotation_key(key, "must be an integer or null");
       else c.rotation_size = v.get<int64_t>();
     } else if (key == "scaling_layers") {
       if (!v.is_null()) c.scaling_layers = parse_scaling_layers(v);
@@ -175,11 +175,11 @@ RotationConfig RotationConfig::from_json(const json& j, std::string_view model_t
     else if (key == "online_r1_rotation") {
       online_given = true;
       if (v.is_null()) c.online_r1_rotation.reset();
-      else c.online_r1_rotation = boolean(v, key);
+      else c.online_r1_rotation = rotation_boolean(v, key);
     } else if (key == "online_config" || key == "train_smooth" || key == "smooth_positions") {
       // checked below: only their inert values are accepted
     } else {
-      bad(key, "unknown rotation config key '" + key + "'");
+      bad_rotation_key(key, "unknown rotation config key '" + key + "'");
     }
   }
   if (!online_given) c.online_r1_rotation.reset();

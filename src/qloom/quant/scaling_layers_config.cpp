@@ -7,14 +7,14 @@
 namespace qloom::quant {
 namespace {
 
-[[noreturn]] void bad(const std::string& item, const std::string& msg) {
+[[noreturn]] void bad_scaling_layers_key(const std::string& item, const std::string& msg) {
   throw Error(ErrorKind::kUsage, "", item, msg,
               "each scaling_layers entry is {\"prev_op\": str, \"layers\": [str, ...], \"inp\": str"
               "[, \"module2inspect\": str]}, names relative to the decoder layer");
 }
 
 std::string name_of(const nlohmann::json& v, const std::string& item) {
-  if (!v.is_string() || v.get<std::string>().empty()) bad(item, "must be a non-empty string");
+  if (!v.is_string() || v.get<std::string>().empty()) bad_scaling_layers_key(item, "must be a non-empty string");
   return v.get<std::string>();
 }
 
@@ -41,11 +41,11 @@ std::string key_of(const ScalingLayerEntry& e) {
 std::vector<ScalingLayerEntry> parse_scaling_layers(const nlohmann::json& v, const std::string& item) {
   std::vector<ScalingLayerEntry> out;
   if (v.is_null()) return out;
-  if (!v.is_array()) bad(item, "must be a list of scaling layer entries");
+  if (!v.is_array()) bad_scaling_layers_key(item, "must be a list of scaling layer entries");
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = item + "[" + std::to_string(i) + "]";
     const nlohmann::json& e = v[i];
-    if (!e.is_object()) bad(at, "must be an object");
+    if (!e.is_object()) bad_scaling_layers_key(at, "must be an object");
     ScalingLayerEntry s;
     bool has_prev = false, has_layers = false, has_inp = false;
     for (const auto& [key, val] : e.items()) {
@@ -54,24 +54,24 @@ std::vector<ScalingLayerEntry> parse_scaling_layers(const nlohmann::json& v, con
         s.prev_op = name_of(val, k);
         has_prev = true;
       } else if (key == "layers") {
-        if (!val.is_array() || val.empty()) bad(k, "must be a non-empty list of module names");
+        if (!val.is_array() || val.empty()) bad_scaling_layers_key(k, "must be a non-empty list of module names");
         for (const auto& m : val) s.layers.push_back(name_of(m, k));
         has_layers = true;
       } else if (key == "inp") {
         s.inp = name_of(val, k);
         has_inp = true;
       } else if (key == "module2inspect") {
-        if (!val.is_string()) bad(k, "must be a string");
+        if (!val.is_string()) bad_scaling_layers_key(k, "must be a string");
         s.module2inspect = val.get<std::string>();
       } else {
-        bad(k, "unknown scaling_layers key '" + key + "'");
+        bad_scaling_layers_key(k, "unknown scaling_layers key '" + key + "'");
       }
     }
-    if (!has_prev) bad(at + ".prev_op", "is missing");
-    if (!has_layers) bad(at + ".layers", "is missing");
-    if (!has_inp) bad(at + ".inp", "is missing");
+    if (!has_prev) bad_scaling_layers_key(at + ".prev_op", "is missing");
+    if (!has_layers) bad_scaling_layers_key(at + ".layers", "is missing");
+    if (!has_inp) bad_scaling_layers_key(at + ".inp", "is missing");
     if (std::find(s.layers.begin(), s.layers.end(), s.inp) == s.layers.end())
-      bad(at + ".inp", "'" + s.inp + "' is not one of the entry's layers");
+      bad_scaling_layers_key(at + ".inp", "'" + s.inp + "' is not one of the entry's layers");
     out.push_back(std::move(s));
   }
   return out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "qloom/core/strings.h"
 #include "qloom/core/error.h"
 
 namespace qloom::quant {
@@ -329,12 +330,6 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // "did you mean 'a' or 'b'? " prefix for a remedy, or "".
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
   const auto near = near_misses(name, candidates);
@@ -433,11 +428,11 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::vector<std::string> near_misses(std::string_view name, const std::vector<std::string>& candidates,
                                      size_t max_results) {
-  const std::string lname = lower(name);
+  const std::string lname = lower_ascii(name);
   const size_t limit = std::max<size_t>(2, name.size() / 3);
   std::vector<std::pair<size_t, size_t>> scored;  // (distance, candidate index)
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const std::string lc = lower(candidates[i]);
+    const std::string lc = lower_ascii(candidates[i]);
     // Case-insensitive match, or the name as a whole "_"-separated prefix
     // ("int4_wo" -> "int4_wo_32") ranks first.
     size_t d = lc == lname ? 0 : edit_distance(lname, lc);

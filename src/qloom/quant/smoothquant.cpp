@@ -12,14 +12,14 @@
 namespace qloom::quant {
 namespace {
 
-[[noreturn]] void bad_key(const std::string& key, const std::string& msg) {
+[[noreturn]] void bad_smoothquant_option(const std::string& key, const std::string& msg) {
   throw Error(ErrorKind::kUsage, "", key, msg, "SmoothQuant keys: alpha (0..1), scale_clamp_min (> 0)");
 }
 
 double number(const nlohmann::json& v, const std::string& key) {
-  if (!v.is_number()) bad_key(key, "must be a number");
+  if (!v.is_number()) bad_smoothquant_option(key, "must be a number");
   const double d = v.get<double>();
-  if (!std::isfinite(d)) bad_key(key, "must be finite");
+  if (!std::isfinite(d)) bad_smoothquant_option(key, "must be finite");
   return d;
 }
 
@@ -40,19 +40,19 @@ SmoothQuantConfig SmoothQuantConfig::from_json(const nlohmann::json& j, std::str
   SmoothQuantConfig c;
   c.alpha = default_smoothquant_alpha(model_type);
   if (j.is_null()) return c;
-  if (!j.is_object()) bad_key("smoothquant", "the SmoothQuant config must be a JSON object");
+  if (!j.is_object()) bad_smoothquant_option("smoothquant", "the SmoothQuant config must be a JSON object");
   for (const auto& [key, v] : j.items()) {
     if (key == "alpha") {
       c.alpha = number(v, key);
-      if (c.alpha < 0.0 || c.alpha > 1.0) bad_key(key, "must be in [0, 1]");
+      if (c.alpha < 0.0 || c.alpha > 1.0) bad_smoothquant_option(key, "must be in [0, 1]");
     } else if (key == "scale_clamp_min") {
       c.scale_clamp_min = number(v, key);
-      if (!(c.scale_clamp_min > 0.0)) bad_key(key, "must be > 0");
+      if (!(c.scale_clamp_min > 0.0)) bad_smoothquant_option(key, "must be > 0");
     } else {
       std::string msg = "unknown SmoothQuant key '";
       msg += key;
       msg += "'";
-      bad_key(key, msg);
+      bad_smoothquant_option(key, msg);
     }
   }
   return c;

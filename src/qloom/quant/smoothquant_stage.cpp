@@ -11,10 +11,10 @@
 namespace qloom::quant {
 namespace {
 
-constexpr const char* kPrefix = "algo_config.smoothquant.";
+constexpr const char* kSmoothquantPrefix = "algo_config.smoothquant.";
 
-[[noreturn]] void bad(const std::string& key, const std::string& msg) {
-  throw Error(ErrorKind::kUsage, "", kPrefix + key, msg,
+[[noreturn]] void bad_smoothquant_key(const std::string& key, const std::string& msg) {
+  throw Error(ErrorKind::kUsage, "", kSmoothquantPrefix + key, msg,
               "keys: name (\"smooth\"), alpha (0..1), scale_clamp_min (> 0), scaling_layers, model_decoder_layers");
 }
 
@@ -42,7 +42,7 @@ class SmoothQuantStage final : public AlgorithmStage {
   }
 
   void start(const engine::ModelConfig& config) override {
-    check_scaling_layers(c_.scaling_layers, config, std::string(kPrefix) + "scaling_layers");
+    check_scaling_layers(c_.scaling_layers, config, std::string(kSmoothquantPrefix) + "scaling_layers");
   }
 
   void process_layer(LayerSession& s) override;
@@ -116,20 +116,20 @@ void SmoothQuantStage::process_layer(LayerSession& s) {
 SmoothQuantStageConfig SmoothQuantStageConfig::from_json(const nlohmann::json& j, std::string_view model_type) {
   SmoothQuantStageConfig c;
   nlohmann::json params = nlohmann::json::object();
-  if (!j.is_null() && !j.is_object()) bad("", "the SmoothQuant config must be a JSON object");
+  if (!j.is_null() && !j.is_object()) bad_smoothquant_key("", "the SmoothQuant config must be a JSON object");
   if (j.is_object()) {
     for (const auto& [key, v] : j.items()) {
       if (v.is_null()) continue;
       if (key == "name") {
-        if (!v.is_string() || v.get<std::string>() != "smooth") bad(key, "must be \"smooth\" (Quark's name)");
+        if (!v.is_string() || v.get<std::string>() != "smooth") bad_smoothquant_key(key, "must be \"smooth\" (Quark's name)");
       } else if (key == "alpha" || key == "scale_clamp_min") {
         params[key] = v;
       } else if (key == "scaling_layers") {
-        c.scaling_layers = parse_scaling_layers(v, kPrefix + key);
+        c.scaling_layers = parse_scaling_layers(v, kSmoothquantPrefix + key);
       } else if (key == "model_decoder_layers") {
-        c.model_decoder_layers = parse_model_decoder_layers(v, kPrefix + key);
+        c.model_decoder_layers = parse_model_decoder_layers(v, kSmoothquantPrefix + key);
       } else {
-        bad(key, "unknown SmoothQuant config key '" + key + "'");
+        bad_smoothquant_key(key, "unknown SmoothQuant config key '" + key + "'");
       }
     }
   }
@@ -137,7 +137,7 @@ SmoothQuantStageConfig SmoothQuantStageConfig::from_json(const nlohmann::json& j
     c.params = SmoothQuantConfig::from_json(params, model_type);
   } catch (const Error& e) {  // name the key as the stage's config does
     if (e.kind() != ErrorKind::kUsage) throw;
-    bad(e.item(), e.message());
+    bad_smoothquant_key(e.item(), e.message());
   }
   return c;
 }

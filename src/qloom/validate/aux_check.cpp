@@ -72,14 +72,14 @@ std::string difference_line(const RealDifference& d) {
   return d.path + ": " + side(d.source) + " / " + side(d.quantized);
 }
 
-struct Tally {
+struct AuxTally {
   std::vector<std::string> missing, differing_names;
   oj differing = oj::array();
   oj compared = oj::array();
   std::vector<std::pair<std::string, Comparison>> drift;  // benign, by file
 };
 
-void unreadable(Tally& t, const std::string& name, const std::string& error) {
+void unreadable(AuxTally& t, const std::string& name, const std::string& error) {
   t.differing_names.push_back(name + " (unreadable: " + error + ")");
   t.differing.push_back({{"file", name}, {"reason", "unreadable"}, {"error", error}});
 }
@@ -87,7 +87,7 @@ void unreadable(Tally& t, const std::string& name, const std::string& error) {
 // One source file against its copy: identical, benign drift (a .json file
 // whose differences drift.h explains), or differing.
 void compare_file(const std::string& name, const fs::path& src, const fs::path& out,
-                  bool same_tok, size_t max_listed, Tally& t) {
+                  bool same_tok, size_t max_listed, AuxTally& t) {
   std::error_code ec;
   if (!fs::is_regular_file(out, ec)) {  // follows symlinks, like the source listing
     t.missing.push_back(name);
@@ -148,7 +148,7 @@ StepResult check_auxiliary_files(const CheckpointPair& pair, const ValidateOptio
   for (const auto& f : pair.source()->aux_files())
     if (f != "config.json") files.push_back(f.string());  // config.json is step 3's
 
-  Tally t;
+  AuxTally t;
   const bool same_tok = same_tokenizer_json(pair.source_dir(), pair.quantized_dir());
   for (const auto& name : files)
     compare_file(name, pair.source_dir() / name, pair.quantized_dir() / name, same_tok,

@@ -32,13 +32,13 @@ const StepResult* ValidationReport::step(int number) const {
 
 namespace {
 
-struct Tally {
+struct StepTally {
   int ok = 0, fail = 0, skipped = 0;
   std::vector<int> failed;
 };
 
-Tally tally(const ValidationReport& r) {
-  Tally t;
+StepTally tally(const ValidationReport& r) {
+  StepTally t;
   for (const auto& s : r.steps) {
     if (s.status == StepResult::kOk) ++t.ok;
     else if (s.status == StepResult::kFail) ++t.fail, t.failed.push_back(s.number);
@@ -50,7 +50,7 @@ Tally tally(const ValidationReport& r) {
 std::string verdict_word(const ValidationReport& r) { return r.passed() ? "PASS" : "FAIL"; }
 
 std::string verdict_line(const ValidationReport& r) {
-  const Tally t = tally(r);
+  const StepTally t = tally(r);
   std::string counts = "ok: " + std::to_string(t.ok) + ", FAIL: " + std::to_string(t.fail) +
                        ", skipped: " + std::to_string(t.skipped);
   std::string out = "**Verdict**: " + verdict_word(r) + " — ";
@@ -120,7 +120,7 @@ std::string render_markdown(const ValidationReport& r) {
 
 nlohmann::ordered_json report_to_json(const ValidationReport& r) {
   using oj = nlohmann::ordered_json;
-  const Tally t = tally(r);
+  const StepTally t = tally(r);
   oj j = oj::object();
   j["report"] = "validation_report";
   j["heading"] = r.heading;

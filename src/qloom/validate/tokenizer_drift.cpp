@@ -13,7 +13,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::optional<json> get(const json& j, const std::string& k) {
+std::optional<json> tokenizer_key(const json& j, const std::string& k) {
   const auto it = j.find(k);
   if (it == j.end()) return std::nullopt;
   return *it;
@@ -124,7 +124,7 @@ void take_one_sided(json& s, json& q, bool same_tokenizer_json, Comparison& out)
   for (auto it = s.begin(); it != s.end(); ++it) keys.insert(it.key());
   for (auto it = q.begin(); it != q.end(); ++it) keys.insert(it.key());
   for (const auto& k : keys) {
-    const auto sv = get(s, k), qv = get(q, k);
+    const auto sv = tokenizer_key(s, k), qv = tokenizer_key(q, k);
     if (sv && qv) continue;
     const json& present = sv ? *sv : *qv;
     const auto d = tokenizer_defaults().find(k);
@@ -141,9 +141,9 @@ void take_one_sided(json& s, json& q, bool same_tokenizer_json, Comparison& out)
   }
 }
 
-void take_metadata(json& s, json& q, const std::set<std::string>& keys, Comparison& out) {
+void take_tokenizer_metadata(json& s, json& q, const std::set<std::string>& keys, Comparison& out) {
   for (const auto& k : keys) {
-    const auto sv = get(s, k), qv = get(q, k);
+    const auto sv = tokenizer_key(s, k), qv = tokenizer_key(q, k);
     if (sv != qv) out.drift.push_back({k, "metadata", sv, qv, "about the saving run, not the tokenizer"});
     s.erase(k);
     q.erase(k);
@@ -166,11 +166,11 @@ Comparison compare_json_files(const std::string& name, const json& source, const
   }
   json s = source, q = quantized;
   if (name == "tokenizer_config.json") {
-    take_metadata(s, q, tokenizer_metadata_keys(), out);
+    take_tokenizer_metadata(s, q, tokenizer_metadata_keys(), out);
     take_equivalent_forms(s, q, out);
     take_one_sided(s, q, same_tokenizer_json, out);
   } else {
-    take_metadata(s, q, {"transformers_version"}, out);
+    take_tokenizer_metadata(s, q, {"transformers_version"}, out);
   }
   out.real = json_differences(s, q);
   return out;

@@ -9,7 +9,7 @@
 namespace qloom::engine::jinja {
 namespace {
 
-ExprPtr make(Expr::Kind kind, size_t pos) {
+ExprPtr make_expr(Expr::Kind kind, size_t pos) {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
   e->pos = pos;
@@ -243,7 +243,7 @@ NodePtr Parser::parse_set(size_t pos) {
   expect_op("=");
   n->expr = parse_expression();
   if (is_op(",")) {  // set a = 1, 2: a tuple
-    auto tuple = make(Expr::Kind::kTuple, n->expr->pos);
+    auto tuple = make_expr(Expr::Kind::kTuple, n->expr->pos);
     tuple->kids.push_back(std::move(n->expr));
     while (is_op(",")) {
       ++i_;
@@ -294,7 +294,7 @@ ExprPtr Parser::parse_expression(bool with_cond) {
   const Nest nest(*this);
   ExprPtr e = parse_or();
   if (!with_cond || !is_name("if")) return e;
-  auto c = make(Expr::Kind::kCond, cur().pos);
+  auto c = make_expr(Expr::Kind::kCond, cur().pos);
   ++i_;
   c->kids.push_back(parse_or());
   c->kids.push_back(std::move(e));
@@ -311,7 +311,7 @@ ExprPtr Parser::parse_expression(bool with_cond) {
 ExprPtr Parser::parse_keyword_chain(const char* keyword, Expr::Kind kind, ExprPtr (Parser::*operand)()) {
   ExprPtr e = (this->*operand)();
   while (is_name(keyword)) {
-    auto n = make(kind, cur().pos);
+    auto n = make_expr(kind, cur().pos);
     ++i_;
     n->kids.push_back(std::move(e));
     n->kids.push_back((this->*operand)());
@@ -327,7 +327,7 @@ ExprPtr Parser::parse_and() { return parse_keyword_chain("and", Expr::Kind::kAnd
 ExprPtr Parser::parse_not() {
   if (!is_name("not")) return parse_compare();
   const Nest nest(*this);
-  auto n = make(Expr::Kind::kNot, cur().pos);
+  auto n = make_expr(Expr::Kind::kNot, cur().pos);
   ++i_;
   n->kids.push_back(parse_not());
   return n;
@@ -353,7 +353,7 @@ ExprPtr Parser::parse_compare() {
       break;
     }
     if (!cmp) {
-      cmp = make(Expr::Kind::kCompare, first->pos);
+      cmp = make_expr(Expr::Kind::kCompare, first->pos);
       cmp->kids.push_back(std::move(first));
     }
     cmp->ops.push_back(op);
@@ -370,7 +370,7 @@ ExprPtr Parser::parse_binary(int level) {
   for (;;) {
     const auto& ops = kOps[static_cast<size_t>(level)];
     if (cur().type != Tok::kOp || std::find(ops.begin(), ops.end(), cur().text) == ops.end()) return e;
-    auto b = make(Expr::Kind::kBinary, cur().pos);
+    auto b = make_expr(Expr::Kind::kBinary, cur().pos);
     b->name = cur().text;
     ++i_;
     b->kids.push_back(std::move(e));
@@ -383,7 +383,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
   const Nest nest(*this);
   ExprPtr e;
   if (is_op("-") || is_op("+")) {
-    e = make(Expr::Kind::kUnary, cur().pos);
+    e = make_expr(Expr::Kind::kUnary, cur().pos);
     e->name = cur().text;
     ++i_;
     e->kids.push_back(parse_unary(false));
@@ -399,7 +399,7 @@ ExprPtr Parser::parse_primary() {
   size_t pos = t.pos;
   if (t.type == Tok::kName) {
     ++i_;
-    auto e = make(Expr::Kind::kLiteral, pos);
+    auto e = make_expr(Expr::Kind::kLiteral, pos);
     if (t.text == "true" || t.text == "True") e->value = Value(true);
     else if (t.text == "false" || t.text == "False") e->value = Value(false);
     else if (t.text == "none" || t.text == "None") e->value = Value::none();
@@ -412,12 +412,12 @@ ExprPtr Parser::parse_primary() {
   if (t.type == Tok::kString) {
     std::string s;
     while (cur().type == Tok::kString) s += toks_[i_++].text;
-    auto e = make(Expr::Kind::kLiteral, pos);
+    auto e = make_expr(Expr::Kind::kLiteral, pos);
     e->value = Value(std::move(s));
     return e;
   }
   if (t.type == Tok::kInt || t.type == Tok::kFloat) {
-    auto e = make(Expr::Kind::kLiteral, pos);
+    auto e = make_expr(Expr::Kind::kLiteral, pos);
     try {
       e->value = t.type == Tok::kInt ? Value(static_cast<int64_t>(std::stoll(t.text))) : Value(std::stod(t.text));
     } catch (const std::exception&) {
@@ -430,11 +430,11 @@ ExprPtr Parser::parse_primary() {
     ++i_;
     if (is_op(")")) {
       ++i_;
-      return make(Expr::Kind::kTuple, pos);
+      return make_expr(Expr::Kind::kTuple, pos);
     }
     ExprPtr e = parse_expression();
     if (is_op(",")) {
-      auto tuple = make(Expr::Kind::kTuple, pos);
+      auto tuple = make_expr(Expr::Kind::kTuple, pos);
       tuple->kids.push_back(std::move(e));
       while (is_op(",") && peek().text != ")") {
         ++i_;
@@ -453,7 +453,7 @@ ExprPtr Parser::parse_primary() {
 
 // [a, b, ...] or {k: v, ...}; a trailing comma is allowed.
 ExprPtr Parser::parse_sequence(Expr::Kind kind, const char* close, size_t pos) {
-  auto e = make(kind, pos);
+  auto e = make_expr(kind, pos);
   ++i_;
   while (!is_op(close)) {
     e->kids.push_back(parse_expression());
@@ -470,11 +470,11 @@ ExprPtr Parser::parse_sequence(Expr::Kind kind, const char* close, size_t pos) {
 ExprPtr Parser::parse_postfix(ExprPtr e) {
   for (;;) {
     if (is_op(".")) {
-      auto a = make(Expr::Kind::kAttr, cur().pos);
+      auto a = make_expr(Expr::Kind::kAttr, cur().pos);
       ++i_;
       if (cur().type == Tok::kInt) {  // x.0 is x[0]
         a->kind = Expr::Kind::kItem;
-        auto idx = make(Expr::Kind::kLiteral, cur().pos);
+        auto idx = make_expr(Expr::Kind::kLiteral, cur().pos);
         idx->value = Value(static_cast<int64_t>(std::stoll(toks_[i_++].text)));
         a->kids.push_back(std::move(e));
         a->kids.push_back(std::move(idx));
@@ -486,7 +486,7 @@ ExprPtr Parser::parse_postfix(ExprPtr e) {
     } else if (is_op("[")) {
       e = parse_subscript(std::move(e));
     } else if (is_op("(")) {
-      auto c = make(Expr::Kind::kCall, cur().pos);
+      auto c = make_expr(Expr::Kind::kCall, cur().pos);
       c->kids.push_back(std::move(e));
       parse_call_args(*c);
       e = std::move(c);
@@ -503,12 +503,12 @@ ExprPtr Parser::parse_subscript(ExprPtr e) {
   if (!is_op(":")) start = parse_expression();
   if (!is_op(":")) {
     expect_op("]");
-    auto item = make(Expr::Kind::kItem, pos);
+    auto item = make_expr(Expr::Kind::kItem, pos);
     item->kids.push_back(std::move(e));
     item->kids.push_back(std::move(start));
     return item;
   }
-  auto s = make(Expr::Kind::kSlice, pos);
+  auto s = make_expr(Expr::Kind::kSlice, pos);
   s->kids.push_back(std::move(e));
   s->kids.push_back(std::move(start));
   ++i_;
@@ -542,7 +542,7 @@ void Parser::parse_call_args(Expr& call) {
 ExprPtr Parser::parse_filters(ExprPtr e) {
   for (;;) {
     if (is_op("|")) {
-      auto f = make(Expr::Kind::kFilter, cur().pos);
+      auto f = make_expr(Expr::Kind::kFilter, cur().pos);
       ++i_;
       size_t name_pos = cur().pos;
       f->name = expect_name();
@@ -551,7 +551,7 @@ ExprPtr Parser::parse_filters(ExprPtr e) {
       if (is_op("(")) parse_call_args(*f);
       e = std::move(f);
     } else if (is_name("is")) {
-      auto t = make(Expr::Kind::kTest, cur().pos);
+      auto t = make_expr(Expr::Kind::kTest, cur().pos);
       ++i_;
       if (is_name("not")) {
         t->negated = true;
@@ -569,7 +569,7 @@ ExprPtr Parser::parse_filters(ExprPtr e) {
       else if (bare_arg) t->kids.push_back(parse_postfix(parse_primary()));
       e = std::move(t);
     } else if (is_op("(")) {
-      auto c = make(Expr::Kind::kCall, cur().pos);
+      auto c = make_expr(Expr::Kind::kCall, cur().pos);
       c->kids.push_back(std::move(e));
       parse_call_args(*c);
       e = std::move(c);
