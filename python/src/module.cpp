@@ -21,7 +21,7 @@
 #include "qloom/core/error.h"
 #include "qloom/eval/eval_report.h"
 #include "qloom/eval/run_eval.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/data_files.h"
 #include "qloom/io/hub.h"
 #include "qloom/io/model_dir.h"
@@ -88,7 +88,7 @@ std::string quantize(const std::string& model_dir, const std::string& output_dir
                      const std::string& device, double min_kv_scale, const std::string& pack_method,
                      const std::vector<std::string>& model_export, bool skip_evaluation, bool overwrite,
                      bool exclude_unsupported, uint64_t max_shard_bytes, unsigned threads, py::object progress_fn) {
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.output_dir = output_dir;
   o.quant_scheme = quant_scheme;
   o.kv_cache_dtype = kv_cache_dtype;
@@ -111,7 +111,7 @@ std::string quantize(const std::string& model_dir, const std::string& output_dir
   o.max_shard_bytes = max_shard_bytes;
   o.threads = threads;
   PyProgress progress(std::move(progress_fn));
-  auto on_tensor = [&progress](const exporter::TensorProgress& t) {
+  auto on_tensor = [&progress](const job::TensorProgress& t) {
     progress.emit([&] {
       return py::dict(py::arg("event") = "tensor", py::arg("index") = t.index, py::arg("total") = t.total,
                       py::arg("name") = t.name, py::arg("shape") = t.shape, py::arg("from") = t.from,
@@ -124,9 +124,9 @@ std::string quantize(const std::string& model_dir, const std::string& output_dir
                       py::arg("seconds") = seconds);
     });
   };
-  const exporter::QuantizeSummary s = run_released(progress, [&] {
+  const job::QuantizeSummary s = run_released(progress, [&] {
     o.model_dir = resolve_model(model_dir, io::HubFetch::kModel);
-    return exporter::quantize_model(o, on_tensor, on_calib);
+    return job::quantize_model(o, on_tensor, on_calib);
   });
   return quantize_summary_json(s).dump();
 }
@@ -249,7 +249,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("quantize_via_prompt", &quantize_via_prompt, py::arg("prompt"), py::arg("workspace"), py::arg("quark_root"),
         py::arg("interactive"), py::arg("acceptable_eval_gap"), py::arg("max_requantize_attempts"),
         py::arg("model_root"), py::arg("threads"), py::arg("progress"));
-  const qloom::exporter::QuantizeOptions d;
+  const qloom::job::QuantizeOptions d;
   m.def("quantize", &quantize, py::arg("model_dir"), py::arg("output_dir"), py::arg("quant_scheme"),
         py::arg("kv_cache_dtype") = d.kv_cache_dtype, py::arg("layer_quant_scheme") = d.layer_quant_scheme,
         py::arg("exclude_layers") = d.exclude_layers, py::arg("quant_algo") = d.quant_algo,

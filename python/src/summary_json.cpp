@@ -2,7 +2,7 @@
 
 namespace qloom::python {
 
-nlohmann::ordered_json quantize_summary_json(const exporter::QuantizeSummary& s) {
+nlohmann::ordered_json quantize_summary_json(const job::QuantizeSummary& s) {
   nlohmann::ordered_json j;
   j["tensors_in"] = s.tensors_in;
   j["tensors_out"] = s.tensors_out;

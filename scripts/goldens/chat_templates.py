@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Goldens for qloom's chat-template rendering (tests/engine/chat_template_test.cpp).
+"""Goldens for qloom's chat-template rendering (tests/text/chat_template_test.cpp).
 
 Renders every tests/data/chat_templates/<name>.jinja over every conversation of
 conversations.json, with add_generation_prompt False and True, through

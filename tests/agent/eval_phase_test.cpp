@@ -22,7 +22,7 @@
 #include "qloom/agent/artifact_schema.h"
 #include "qloom/agent/outcomes.h"
 #include "qloom/core/error.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -36,14 +36,14 @@ class EvalPhase : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = new test::TempDir("evalphase");
-    exporter::QuantizeOptions o;
+    job::QuantizeOptions o;
     o.model_dir = QLOOM_DEMO_MODEL_DIR;
     o.output_dir = root_->path() / "int4";
     o.quant_scheme = "int4_wo_32";
     o.exclude_layers = {"*down_proj"};  // in_features 172
     o.exclude_unsupported = true;
     o.threads = 2;
-    exporter::quantize_model(o);
+    job::quantize_model(o);
   }
   static void TearDownTestSuite() { delete root_; }
 

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/validate/numeric_check.h"
 #include "qloom/validate/report.h"
 #include "qloom/validate/validator.h"
@@ -67,11 +67,11 @@ class Workspace : public ::testing::Test {
     root_ = new test::TempDir();
     const fs::path ws = root_->path() / "golden";
     fs::create_directories(ws);
-    exporter::QuantizeOptions o;
+    job::QuantizeOptions o;
     o.model_dir = QLOOM_DEMO_MODEL_DIR;
     o.output_dir = ws / "out";
     o.quant_scheme = "ptpc_fp8";
-    exporter::quantize_model(o);
+    job::quantize_model(o);
     validate::ValidateOptions vo;
     vo.numeric_step = validate::check_dequantized_weights;
     const auto rep = validate::validate_checkpoint(QLOOM_DEMO_MODEL_DIR, o.output_dir, vo);

@@ -12,7 +12,7 @@
 #include "qloom/agent/intent.h"
 #include "qloom/agent/model_analysis.h"
 #include "qloom/agent/quant_plan.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/quant/scheme_registry.h"
 #include "support/expect_error.h"
@@ -84,7 +84,7 @@ class DiskMatchesExporter : public ::testing::TestWithParam<Case> {};
 TEST_P(DiskMatchesExporter, DemoModel) {
   const Case& c = GetParam();
   test::TempDir tmp("estimate");
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = tmp / "q";
   o.quant_scheme = c.scheme;
@@ -93,7 +93,7 @@ TEST_P(DiskMatchesExporter, DemoModel) {
   o.num_calib_data = 4;
   o.seq_len = 32;
   o.threads = 2;
-  const exporter::QuantizeSummary s = exporter::quantize_model(o);
+  const job::QuantizeSummary s = job::quantize_model(o);
 
   ResourceRequest r;
   r.quant_scheme = c.scheme;

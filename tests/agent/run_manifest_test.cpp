@@ -4,7 +4,7 @@
 
 #include "qloom/agent/artifact_schema.h"
 #include "qloom/agent/outcomes.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -31,7 +31,7 @@ TEST(RunManifest, BuildWriteReadRoundTripAndValidates) {
   const auto back = read_run_manifest(t.path());
   EXPECT_EQ(back.dump(), m.dump());
   const auto args = manifest_quantize_args(back);
-  const auto parsed = exporter::parse_quantize_args(args);
+  const auto parsed = job::parse_quantize_args(args);
   EXPECT_EQ(parsed.options.model_dir, "/models/llama 1");
   EXPECT_EQ(parsed.options.output_dir, out);
   EXPECT_EQ(parsed.options.quant_algo, "gptq");
@@ -79,13 +79,13 @@ TEST(RunManifest, RecordsAlgoConfigFilesAndCatchesAnEditedOne) {
   ManifestInputs in{"/m", "local", "/m", t.path(), 1};
   const auto m = build_run_manifest(in, cmd, default_checkpoints(), {}, {});
   EXPECT_TRUE(check_artifact("run_manifest", m).empty());
-  const auto parsed = exporter::parse_quantize_args(manifest_quantize_args(m));
+  const auto parsed = job::parse_quantize_args(manifest_quantize_args(m));
   EXPECT_EQ(parsed.options.algo_config_files, cmd.options.algo_config_files);
   const auto& rec = m["inputs"]["algo_config_files"];
   ASSERT_EQ(rec.size(), 1u);
   EXPECT_EQ(rec[0]["algo"], "gptq");
   EXPECT_EQ(rec[0]["path"], file.string());
-  EXPECT_EQ(rec[0]["sha256"], exporter::sha256_hex(text));
+  EXPECT_EQ(rec[0]["sha256"], job::sha256_hex(text));
   EXPECT_EQ(rec[0]["config"]["desc_act"], false);
   check_algo_config_files(m);  // unchanged: no error
 

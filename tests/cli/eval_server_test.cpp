@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/eval/datasets.h"
 #include "qloom/eval/gsm8k.h"
@@ -76,7 +76,7 @@ TEST_F(EvalServer, HellaswagOverHttpEqualsInProcessBitForBit) {
 TEST_F(EvalServer, Gsm8kGenerationsOverHttpEqualInProcess) {
   const std::vector<eval::Gsm8kDoc> test = eval::load_gsm8k_jsonl(eval::bundled_file("gsm8k/test.jsonl"));
   const std::vector<eval::Gsm8kDoc> train = eval::load_gsm8k_jsonl(eval::bundled_file("gsm8k/train.jsonl"));
-  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   engine::LoadOptions lo;
   lo.threads = 1;
   eval::LoadedModel m = eval::load_for_eval(QLOOM_DEMO_MODEL_DIR, lo);

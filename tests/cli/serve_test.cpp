@@ -103,7 +103,7 @@ TEST_F(ServeTest, HealthAndModels) {
 
 TEST_F(ServeTest, EchoLogprobsEqualInProcessScorer) {
   eval::LoadedModel lm = eval::load_for_eval(QLOOM_DEMO_MODEL_DIR);
-  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   const std::vector<std::pair<std::string, std::string>> samples = {
       {"Once upon a time, there was a", " little girl"}, {"The cat sat on the", " mat and purred"}, {"Tom", " ran"}};
   std::unique_ptr<engine::KvCache> cache;
@@ -154,7 +154,7 @@ TEST_F(ServeTest, EchoLogprobsEqualInProcessScorer) {
 
 TEST_F(ServeTest, GreedyCompletionEqualsGenerateGreedy) {
   eval::LoadedModel lm = eval::load_for_eval(QLOOM_DEMO_MODEL_DIR);
-  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   eval::GenerateOptions g;
   g.max_new = 40;
   g.stops = {"."};
@@ -221,7 +221,7 @@ TEST_F(ServeTest, ChatCompletionAndStream) {
   const std::string content = j["choices"][0]["message"]["content"];
   EXPECT_FALSE(content.empty());
   // The prompt is the template's rendering, encoded without special tokens.
-  const engine::Tokenizer tok = engine::Tokenizer::load(*dir_);
+  const text::Tokenizer tok = text::Tokenizer::load(*dir_);
   EXPECT_EQ(j["usage"]["prompt_tokens"], tok.encode("user: Tell me a story\nassistant:", false).size());
 
   const HttpReply s = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 20}, {"temperature", 0}, {"stream", true}});
@@ -268,7 +268,7 @@ TEST_F(ServeTest, ConcurrentStreamingClientsAllAnswered) {
 // exactly the text it gets alone, which is generate_greedy's.
 TEST_F(ServeTest, ConcurrentGreedyCompletionsEqualGenerateGreedy) {
   eval::LoadedModel lm = eval::load_for_eval(QLOOM_DEMO_MODEL_DIR);
-  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Lily and Ben went to the park and",
                                             "One day", "The sun was"};
   std::vector<std::string> want;
@@ -386,7 +386,7 @@ TEST(ServeQuark, CheckpointLogprobsEqualInProcess) {
                                                   "--quant_scheme", "fp8", "--kv_cache_dtype", "fp8", "--num_calib_data", "4",
                                                   "--threads", "1", "--progress", "off"});
   ASSERT_EQ(qr.exit_code, 0) << qr.err;
-  const engine::Tokenizer tok = engine::Tokenizer::load(q);
+  const text::Tokenizer tok = text::Tokenizer::load(q);
   const eval::TokenPair pair = eval::encode_pair(tok, "Once upon a time, there was a big", " dog named Max");
   auto in_process = [&](const fs::path& dir, exporter::Runtime rt) {
     eval::LoadedModel lm = eval::load_for_eval(dir, {}, rt);

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/mc_tasks.h"
 #include "qloom/eval/multiple_choice.h"
 #include "qloom/eval/py_str.h"
@@ -59,7 +59,7 @@ TEST(McGolden, RequestsAndGoldLabelsMatchLmEval) {
 }
 
 TEST(McEncodePair, TrailingSpaceMovesToTheContinuation) {
-  const engine::Tokenizer tok = engine::Tokenizer::load(std::string(QLOOM_TEST_DATA_DIR) + "/tokenizers/smollm2");
+  const text::Tokenizer tok = text::Tokenizer::load(std::string(QLOOM_TEST_DATA_DIR) + "/tokenizers/smollm2");
   const TokenPair a = encode_pair(tok, "Answer: ", "yes");
   const TokenPair b = encode_pair(tok, "Answer:", " yes");
   EXPECT_EQ(a.context, b.context);

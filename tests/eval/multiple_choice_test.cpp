@@ -9,7 +9,7 @@
 
 #include "eval/fake_model.h"
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/mc_tasks.h"
 #include "qloom/eval/multiple_choice.h"
 #include "qloom/eval/run_eval.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/datasets.h"
 #include "support/temp_dir.h"
 
@@ -44,7 +44,7 @@ TEST(WikitextIds, JoinedTextMatchesTheDatasetsRows) {
 TEST(WikitextIds, WholeJoinedTextEncodesAsHfTokenizers) {
   const nlohmann::json want = golden();
   const TextDataset ds = load_text_dataset("wikitext2");
-  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   const std::vector<int32_t> ids = tok.encode(ds.text, true);
   ASSERT_EQ(ids.size(), want["count"].get<size_t>());
   std::vector<unsigned char> bytes;

@@ -1,10 +1,10 @@
 // `qloom quantize --quant_algo gptq --quant_algo_config_file gptq FILE`
-// (export/algo_config_file.h) on the demo model: the file's settings reach
+// (job/algo_config_file.h) on the demo model: the file's settings reach
 // the stage (the codes change, quantization_config.algo_config records them),
 // unset keys keep Quark's defaults, the file's sha256 is reported, and every
 // bad file is an error naming the file (and the key) before anything is
 // written.
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/export/quantize_args.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_args.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/weight_index.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"

@@ -17,7 +17,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/dtype.h"
 #include "qloom/engine/model.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/quant/calib_data.h"

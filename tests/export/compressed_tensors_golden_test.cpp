@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/compressed_tensors_test_util.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 #include "qloom/export/compressed_tensors_export.h"
 #include "support/temp_dir.h"
 

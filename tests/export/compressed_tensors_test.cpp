@@ -1,5 +1,5 @@
 // Tests of the Quark -> compressed-tensors converter on the demo model: each
-// scheme is quantized by exporter::quantize_model into a temp dir, converted,
+// scheme is quantized by job::quantize_model into a temp dir, converted,
 // and read back: tensor names / dtypes / shapes, the int32 packing against a
 // plain reference unpack written here, dequantized weights equal to qloom's
 // own dequantization of the Quark checkpoint (exactly, in f32), config keys,

@@ -16,7 +16,7 @@
 
 #include "qloom/core/float_codec.h"
 #include "qloom/export/checkpoint_runtime.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/weight_index.h"
 

@@ -16,7 +16,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/export/checkpoint_runtime.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/json_read.h"
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/weight_index.h"

@@ -1,4 +1,4 @@
-// export_gguf on the demo model: quantized with exporter::quantize_model into
+// export_gguf on the demo model: quantized with job::quantize_model into
 // a temp dir, exported, read back with qloom's own GGUF reader and
 // dequantizer. Q4_0 / Q4_1 / Q8_0 tensors equal qloom's dequantized Quark
 // weights exactly (after llama.cpp's Q/K row order is undone with
@@ -21,7 +21,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/export/checkpoint_runtime.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/gguf.h"
 #include "qloom/io/gguf_dequant.h"
 #include "qloom/io/json_read.h"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/io/weight_index.h"
 #include "support/expect_error.h"

@@ -1,12 +1,12 @@
 // --model_export: the formats of one quantize job, their layout under
 // --output_dir, and that a failure in any of them leaves no output.
-#include "qloom/export/model_export.h"
+#include "qloom/job/model_export.h"
 
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
-#include "qloom/export/quantize_args.h"
+#include "qloom/job/quantize_args.h"
 #include "qloom/io/gguf.h"
 #include "qloom/io/model_dir.h"
 #include "support/expect_error.h"

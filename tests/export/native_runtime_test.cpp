@@ -13,7 +13,7 @@
 #include "qloom/core/error.h"
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/export/native_linear.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/quant/scheme_registry.h"
 #include "support/temp_dir.h"
 

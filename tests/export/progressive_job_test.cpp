@@ -13,7 +13,7 @@
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
 #include "qloom/export/checkpoint_runtime.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/quant/progressive.h"
 #include "qloom/quant/quantize_fast.h"

@@ -1,4 +1,4 @@
-#include "qloom/export/quantize_args.h"
+#include "qloom/job/quantize_args.h"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // AMD Quark 0.12.post1 itself exported for the same model and scheme
 // (tests/data/quark/quark_tensors.safetensors, see its README), plus its
 // refusals.
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 
 #include <filesystem>
 #include <string>

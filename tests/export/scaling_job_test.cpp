@@ -13,7 +13,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/export/checkpoint_runtime.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/validate/numeric_check.h"
 #include "qloom/validate/validator.h"

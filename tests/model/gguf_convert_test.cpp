@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/io/gguf.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/model/gguf_config.h"
@@ -216,7 +216,7 @@ std::string utf8_prefix(const std::string& s, size_t chars) {
 TEST(GgufTokenizer, SentencePieceStyleMatchesTransformers) {
   const auto files = model::gguf_tokenizer_files(io::GgufFile::open(kDemoGguf));
   EXPECT_EQ(json::parse(files.tokenizer_json), read_json(kData / "stories260k/tokenizer.json"));
-  const auto tok = engine::Tokenizer::from_json(files.tokenizer_json);
+  const auto tok = text::Tokenizer::from_json(files.tokenizer_json);
   const json ids = read_json(kData / "stories260k/ids.json");
   for (const auto& c : ids["texts"])
     EXPECT_EQ(tok.encode(c["text"].get<std::string>()), c["ids"].get<std::vector<int32_t>>()) << c["text"];
@@ -233,7 +233,7 @@ TEST(GgufTokenizer, SentencePieceStyleMatchesTransformers) {
 TEST(GgufTokenizer, ConvertedDirLoadsInTheEngine) {
   test::TempDir t("gguf-tok");
   model::convert_gguf(kDemoGguf, t / "out");
-  const auto tok = engine::Tokenizer::load(t / "out");
+  const auto tok = text::Tokenizer::load(t / "out");
   EXPECT_EQ(tok.vocab_size(), 512);
   EXPECT_EQ(tok.bos_id(), 1);
   const json ids = read_json(kData / "stories260k/ids.json");
@@ -322,7 +322,7 @@ TEST(GgufTokenizer, ByteLevelStylesMatchTransformers) {
     EXPECT_EQ(json::parse(files.tokenizer_config_json), read_json(dir / "tokenizer_config.json"));
     EXPECT_EQ(files.chat_template.value_or(""), test::read_file(dir / "chat_template.jinja"));
 
-    const auto tok = engine::Tokenizer::from_json(files.tokenizer_json);
+    const auto tok = text::Tokenizer::from_json(files.tokenizer_json);
     const json ids = read_json(dir / "ids.json");
     for (const auto& c : ids["texts"]) {
       const auto w = c["ids"].get<std::vector<int32_t>>();
@@ -358,7 +358,7 @@ TEST(GgufTokenizer, SentencePieceVariantMatchesTransformers) {
   const auto files = model::gguf_tokenizer_files(io::GgufFile::open(kData / "stories260k_variant.gguf"));
   EXPECT_EQ(json::parse(files.tokenizer_json), read_json(dir / "tokenizer.json"));
   EXPECT_EQ(json::parse(files.tokenizer_config_json), read_json(dir / "tokenizer_config.json"));
-  const auto tok = engine::Tokenizer::from_json(files.tokenizer_json);
+  const auto tok = text::Tokenizer::from_json(files.tokenizer_json);
   const json ids = read_json(dir / "ids.json");
   for (const auto& c : ids["texts"])
     EXPECT_EQ(tok.encode(c["text"].get<std::string>()), c["ids"].get<std::vector<int32_t>>()) << c["text"];

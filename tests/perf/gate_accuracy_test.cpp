@@ -16,7 +16,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/eval/eval_report.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -198,14 +198,14 @@ TEST_F(GateAccuracy, JsonHasTheContractKeysAndRoundTrips) {
 // same tokens, the gap is what the two perplexities say, kld is positive.
 TEST(GateAccuracyDemo, Int4CopyAgainstTheBase) {
   test::TempDir tmp("gate-e2e");
-  exporter::QuantizeOptions q;
+  job::QuantizeOptions q;
   q.model_dir = QLOOM_DEMO_MODEL_DIR;
   q.output_dir = tmp / "int4";
   q.quant_scheme = "int4_wo_32";
   q.exclude_layers = {"*down_proj"};  // in_features 172
   q.exclude_unsupported = true;
   q.threads = 2;
-  exporter::quantize_model(q);
+  job::quantize_model(q);
 
   GateSpec spec;
   spec.task = "ppl";

@@ -4,7 +4,7 @@
 // checkpoints that `qloom validate` accepts.
 #include <gtest/gtest.h>
 
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/perf/candidate_export.h"
@@ -114,7 +114,7 @@ ExportSettings settings(const std::filesystem::path& out) {
 }
 
 TEST(SearchExport, PartitionConfigUsesCompactPatterns) {
-  const exporter::QuantizeOptions o =
+  const job::QuantizeOptions o =
       export_options(demo(), plan(), config("ptpc_fp8", "int8", "fp8"), settings("/tmp/unused"));
   EXPECT_EQ(o.quant_scheme, "int8");  // the MLP holds more parameters
   // Under an fp8 KV cache k/v take their spec from Quark's *k_proj / *v_proj
@@ -128,7 +128,7 @@ TEST(SearchExport, PartitionConfigUsesCompactPatterns) {
   EXPECT_EQ(selected_schemes(demo(), o), intended_schemes(demo(), plan(), config("ptpc_fp8", "int8", "fp8")));
   EXPECT_EQ(selected_schemes(demo(), o).at("model.layers.1.self_attn.k_proj"), "ptpc_fp8");
   // Without the fp8 cache one container pattern does.
-  const exporter::QuantizeOptions nokv =
+  const job::QuantizeOptions nokv =
       export_options(demo(), plan(), config("ptpc_fp8", "int8"), settings("/tmp/unused"));
   EXPECT_EQ(nokv.layer_quant_scheme, (std::vector<std::pair<std::string, std::string>>{{"*.self_attn.*", "ptpc_fp8"}}));
   // A native partition becomes exclusions; the user's exclusions pass through.
@@ -137,7 +137,7 @@ TEST(SearchExport, PartitionConfigUsesCompactPatterns) {
   PartitionRequest req;
   req.exclude_layers = s.exclude_layers;
   const PartitionPlan excl = plan_partitions(demo(), req);
-  const exporter::QuantizeOptions n = export_options(demo(), excl, config("native", "fp8"), s);
+  const job::QuantizeOptions n = export_options(demo(), excl, config("native", "fp8"), s);
   EXPECT_EQ(n.quant_scheme, "fp8");
   EXPECT_TRUE(n.layer_quant_scheme.empty());
   EXPECT_EQ(n.exclude_layers, (std::vector<std::string>{"*.layers.4.*", "*.self_attn.*"}));
@@ -153,7 +153,7 @@ TEST(SearchExport, PartitionConfigUsesCompactPatterns) {
 TEST(SearchExport, LayerOverridesUseDisjointLayerPatterns) {
   CandidateConfig c = config("int8", "fp8");
   c.layers = {{"layers.1.self_attn", "native"}, {"layers.2.dense_mlp", "int8"}, {"layers.3.self_attn", "ptpc_fp8"}};
-  const exporter::QuantizeOptions o = export_options(demo(), plan(Granularity::kLayer), c, settings("/tmp/unused"));
+  const job::QuantizeOptions o = export_options(demo(), plan(Granularity::kLayer), c, settings("/tmp/unused"));
   EXPECT_EQ(o.quant_scheme, "fp8");
   // No module matches two patterns: Quark (insertion order) and qloom's
   // config reader (key order) then agree.
@@ -176,14 +176,14 @@ TEST(SearchExport, LayerOverridesUseDisjointLayerPatterns) {
   // A native partition with one quantized layer: the other layers are excluded one by one.
   CandidateConfig reopen = config("native", "fp8");
   reopen.layers = {{"layers.2.self_attn", "fp8"}};
-  const exporter::QuantizeOptions r = export_options(demo(), plan(Granularity::kLayer), reopen, settings("/tmp/x"));
+  const job::QuantizeOptions r = export_options(demo(), plan(Granularity::kLayer), reopen, settings("/tmp/x"));
   EXPECT_EQ(selected_schemes(demo(), r), intended_schemes(demo(), plan(Granularity::kLayer), reopen));
   EXPECT_EQ(r.exclude_layers, (std::vector<std::string>{"*.layers.0.self_attn.*", "*.layers.1.self_attn.*",
                                                         "*.layers.3.self_attn.*", "*.layers.4.self_attn.*"}));
   EXPECT_TRUE(r.layer_quant_scheme.empty());
   // Native layers inside a quantized partition keep the partition's pattern.
   const CandidateConfig holes = holes_config();
-  const exporter::QuantizeOptions h = export_options(demo(), plan(Granularity::kLayer), holes, settings("/tmp/x"));
+  const job::QuantizeOptions h = export_options(demo(), plan(Granularity::kLayer), holes, settings("/tmp/x"));
   EXPECT_EQ(h.quant_scheme, "int8");
   EXPECT_EQ(h.layer_quant_scheme, (std::vector<std::pair<std::string, std::string>>{
                                       {"*.self_attn.o_proj", "fp8"}, {"*.self_attn.q_proj", "fp8"}}));
@@ -214,7 +214,7 @@ TEST(SearchExport, EveryEnumeratedCandidateExports) {
   size_t with_layers = 0;
   for (const CandidateEntry& c : e.queue) {
     with_layers += c.config.layers.empty() ? 0 : 1;
-    const exporter::QuantizeOptions o = export_options(demo(), plan(Granularity::kLayer), c.config, settings("/tmp/x"));
+    const job::QuantizeOptions o = export_options(demo(), plan(Granularity::kLayer), c.config, settings("/tmp/x"));
     EXPECT_EQ(selected_schemes(demo(), o), intended_schemes(demo(), plan(Granularity::kLayer), c.config))
         << c.config.canonical();
   }
@@ -226,8 +226,8 @@ TEST(SearchExport, EveryEnumeratedCandidateExports) {
 void export_and_validate(const CandidateConfig& c, Granularity g) {
   SCOPED_TRACE(c.canonical());
   test::TempDir tmp("search-export");
-  const exporter::QuantizeOptions o = export_options(demo(), plan(g), c, settings(tmp / "ckpt"));
-  const exporter::QuantizeSummary sum = exporter::quantize_model(o);
+  const job::QuantizeOptions o = export_options(demo(), plan(g), c, settings(tmp / "ckpt"));
+  const job::QuantizeSummary sum = job::quantize_model(o);
   const auto intended = intended_schemes(demo(), plan(g), c);
   const nlohmann::json cfg = nlohmann::json::parse(test::read_file(tmp / "ckpt" / "config.json"));
   const nlohmann::json& qc = cfg["quantization_config"];

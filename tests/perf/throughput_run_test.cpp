@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/text/tokenizer.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/perf/throughput.h"
 #include "support/expect_error.h"
@@ -33,7 +33,7 @@ engine::ModelConfig demo_config() {
 }
 
 TEST(ThroughputRun, DemoPoolDropsSpecialTokens) {
-  const engine::Tokenizer tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   const std::vector<int32_t> pool = prompt_token_pool(tok, demo_config());
   // stories260K: 512 ids, of which <unk> 0, <s> 1 (bos) and </s> 2 (eos) are special.
   EXPECT_EQ(pool.size(), 509u);
@@ -115,12 +115,12 @@ TEST(ThroughputRun, BatchLayoutsProduceTheSameWork) {
 
 TEST(ThroughputRun, QuarkCheckpointRunsOnTheNativeRuntime) {
   test::TempDir tmp("tput");
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = tmp / "int8";
   o.quant_scheme = "int8";
   o.exclude_layers = {"*down_proj"};
-  exporter::quantize_model(o);
+  job::quantize_model(o);
   const ThroughputSpec s = tiny();
   const ThroughputMeasurement m = measure_throughput(tmp / "int8", "quantized", s);
   expect_sane(m, s, 20);

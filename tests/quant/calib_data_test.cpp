@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -40,7 +40,7 @@ TEST(CalibData, NamedSetAndItsFileGiveIdenticalTokenIds) {
 }
 
 TEST(CalibData, EachSampleIsOneDocumentCutToSeqLen) {
-  const auto tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const auto tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   const std::vector<std::string> docs = calibration_documents(kC4File);
   ASSERT_EQ(docs.size(), 118u);  // exllamav2's c4 sample: 118 documents, one per line
   const CalibrationData d = load("c4", 64, 256);
@@ -62,7 +62,7 @@ TEST(CalibData, TextLinesAndJsonlTextsAreTheSameDocuments) {
   const fs::path txt = tmp.write("d.txt", "A short line.\n\n   \r\n" + long_line + "\r\nThe last one.");
   const fs::path jsonl = tmp.write("d.jsonl", "{\"text\": \"A short line.\"}\n\n{\"text\": \"" + long_line +
                                                  "\"}\n{\"text\": \"The last one.\"}\n");
-  const auto tok = engine::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
+  const auto tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);
   const CalibrationData t = load(txt.string(), 10, 32);
   ASSERT_EQ(t.samples.size(), 3u);  // blank lines are no documents
   EXPECT_EQ(t.samples[0], tok.encode("A short line.", true));

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 #include "qloom/quant/hadamard.h"
 #include "quant/weight_gen.h"
 
@@ -56,11 +56,11 @@ TEST(Hadamard, MatricesEqualQuarks) {
   ASSERT_GE(g["known"].size(), 8u);
   for (const auto& [k, sha] : g["known"].items()) {
     const std::vector<int8_t> h = hadamard_k(std::stoll(k));
-    EXPECT_EQ(exporter::sha256_hex(std::string(reinterpret_cast<const char*>(h.data()), h.size())), sha) << "order " << k;
+    EXPECT_EQ(job::sha256_hex(std::string(reinterpret_cast<const char*>(h.data()), h.size())), sha) << "order " << k;
   }
   for (const auto& [n, sha] : g["full"].items()) {
     const std::vector<int8_t> h = hadamard_matrix(std::stoll(n));
-    EXPECT_EQ(exporter::sha256_hex(std::string(reinterpret_cast<const char*>(h.data()), h.size())), sha) << "size " << n;
+    EXPECT_EQ(job::sha256_hex(std::string(reinterpret_cast<const char*>(h.data()), h.size())), sha) << "size " << n;
   }
 }
 

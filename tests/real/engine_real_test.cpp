@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "qloom/engine/model.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/datasets.h"
 #include "qloom/io/safetensors_reader.h"
 #include "real/real_model.h"
@@ -66,7 +66,7 @@ TEST(RealSmolLM2, LogitsMatchTransformers) {
 
 TEST(RealSmolLM2, TokenizerMatchesHfOnAllOfWikitext) {
   const auto golden = test::real_goldens()["tokenizer"];
-  const auto tok = engine::Tokenizer::load(test::real_model_dir());
+  const auto tok = text::Tokenizer::load(test::real_model_dir());
   const eval::TextDataset ds = eval::load_text_dataset("wikitext2");
   ASSERT_EQ(ds.text.size(), golden["text_bytes"].get<size_t>());
   const std::vector<int32_t> ids = tok.encode(ds.text);

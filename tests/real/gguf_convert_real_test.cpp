@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/io/gguf.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/model/gguf_convert.h"
@@ -71,7 +71,7 @@ TEST_F(RealGguf, ConvertMatchesTheGgufPackageAndTransformers) {
   EXPECT_EQ(test::read_file(t / "out/chat_template.jinja"), test::read_file(kGolden / "chat_template.jinja"));
 
   const json ids = read_json(kGolden / "wiki_ids.json");
-  const auto tok = engine::Tokenizer::load(t / "out");
+  const auto tok = text::Tokenizer::load(t / "out");
   const std::string text = test::read_file(fs::path(QLOOM_SOURCE_DIR) / "data/datasets/wikitext-2-raw/wiki.test.raw");
   ASSERT_EQ(sha256(text.data(), text.size()), ids["file_sha256"].get<std::string>());
   const std::vector<int32_t> got = tok.encode(text);

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/engine/model.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/datasets.h"
 #include "qloom/eval/mc_tasks.h"
 #include "qloom/eval/multiple_choice.h"
@@ -26,7 +26,7 @@ nlohmann::json read(const std::filesystem::path& p) {
 }
 
 TEST(RealMc, EncodePairGivesLmEvalsTokenIds) {
-  const engine::Tokenizer tok = engine::Tokenizer::load(real_model_dir());
+  const text::Tokenizer tok = text::Tokenizer::load(real_model_dir());
   const nlohmann::json g = read(std::filesystem::path(QLOOM_TEST_DATA_DIR) / "mc" / "requests_golden.json");
   int compared = 0;
   for (const auto& c : g["cases"])
@@ -53,7 +53,7 @@ TEST(RealMc, HellaswagLogLikelihoodsMatchLmEval) {
   engine::LoadOptions lo;
   lo.threads = 2;
   auto model = engine::Model::load(real_model_dir(), lo);
-  const engine::Tokenizer tok = engine::Tokenizer::load(real_model_dir());
+  const text::Tokenizer tok = text::Tokenizer::load(real_model_dir());
   const auto fewshot = eval::choose_fewshot(task, docs, n, {}, 0);
   const eval::McResult r = eval::run_multiple_choice(*model, nullptr, tok, task, docs, fewshot, n, 8192);
   ASSERT_EQ(r.items.size(), n);

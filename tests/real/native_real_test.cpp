@@ -33,7 +33,7 @@
 
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/eval/datasets.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "real/real_model.h"
 
 namespace qloom {
@@ -59,7 +59,7 @@ const NativeCase kCases[] = {
 };
 
 std::vector<int32_t> window(const std::filesystem::path& model, size_t n) {
-  const engine::Tokenizer tok = engine::Tokenizer::load(model);
+  const text::Tokenizer tok = text::Tokenizer::load(model);
   std::vector<int32_t> ids = tok.encode(eval::load_text_dataset("wikitext2").text.substr(0, 8000), true);
   ids.resize(std::min(ids.size(), n));
   return ids;

@@ -30,7 +30,7 @@
 
 #include "qloom/core/dtype.h"
 #include "qloom/core/float_codec.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 #include "qloom/io/weight_index.h"
 #include "real/real_model.h"
 
@@ -145,7 +145,7 @@ TEST_P(Quark013Golden, QloomMatchesQuark) {
       const io::TensorView v = w.view(name);
       const std::string dt(dtype_info(tinfo->dtype).safetensors_name);
       const std::string sha =
-          exporter::sha256_hex(std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size()));
+          job::sha256_hex(std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size()));
       ++hashed;
       const std::string line = name + ": ours " + dt + " " + shape_text(tinfo->shape) + " " + sha.substr(0, 12) +
                                ", Quark " + t["dtype"].get<std::string>() + " " + t["shape"].dump() + " " +

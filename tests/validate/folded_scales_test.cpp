@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/float_codec.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/validate/numeric_check.h"
 #include "qloom/validate/validator.h"
@@ -75,7 +75,7 @@ TEST(FoldCheck, ExactFoldMatchesAndAWrongScaleDoesNot) {
 // ---- on real exports ---------------------------------------------------------
 
 fs::path export_demo(const fs::path& out, const std::string& scheme, const std::string& algo) {
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -84,7 +84,7 @@ fs::path export_demo(const fs::path& out, const std::string& scheme, const std::
   o.num_calib_data = 16;
   o.seq_len = 64;
   o.threads = 2;
-  exporter::quantize_model(o);
+  job::quantize_model(o);
   return out;
 }
 
@@ -181,14 +181,14 @@ ValidationReport validate_gqa_fold(const test::TempDir& tmp, bool scale_o) {
   const fs::path model = tmp.path() / (scale_o ? "folded" : "broken");
   fs::copy(QLOOM_DEMO_MODEL_DIR, model, fs::copy_options::recursive);
   fold_gqa_v_o(model, scale_o);
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = model;
   o.output_dir = tmp.path() / (scale_o ? "q_folded" : "q_broken");
   o.quant_scheme = "int8";
   o.num_calib_data = 4;
   o.seq_len = 32;
   o.threads = 2;
-  exporter::quantize_model(o);
+  job::quantize_model(o);
   const fs::path cfg = o.output_dir / "config.json";
   std::ifstream in(cfg);
   nlohmann::json j = nlohmann::json::parse(in);

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/safetensors_reader.h"
 #include "qloom/validate/validator.h"
 #include "support/temp_dir.h"
@@ -19,12 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path export_demo(const fs::path& out, const std::string& scheme) {
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
   o.exclude_unsupported = true;
-  exporter::quantize_model(o);
+  job::quantize_model(o);
   return out;
 }
 
@@ -153,13 +153,13 @@ TEST(NumericStepFloor, OutlierWeightPassesAtItsRtnSqnrAndACorruptScaleStillFails
   const char big[2] = {0x00, 0x42};  // bf16 0x4200 = 32.0, ~100x the layer's other weights
   patch(src / "model.safetensors", offset, big, 2);
 
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = src;
   o.output_dir = tmp.path() / "q";
   o.quant_scheme = "int8";
   o.num_calib_data = 4;
   o.seq_len = 64;
-  exporter::quantize_model(o);
+  job::quantize_model(o);
   const StepResult ok = check_dequantized_weights(io::ModelDir::open(src), io::ModelDir::open(o.output_dir));
   EXPECT_EQ(ok.status, StepResult::kOk) << ok.summary;
   EXPECT_LT(ok.data["worst_sqnr_db"].get<double>(), sqnr_floor_db(quant::QuantSpec{}));

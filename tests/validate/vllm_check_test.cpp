@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "qloom/core/error.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/io/weight_index.h"
 #include "qloom/quant/scheme_registry.h"
@@ -26,7 +26,7 @@ using json = nlohmann::ordered_json;
 
 fs::path export_demo(const fs::path& out, const std::string& scheme, const std::string& kv = "",
                      const std::vector<std::string>& exclude = {}, const std::string& pack = "reorder") {
-  exporter::QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -36,7 +36,7 @@ fs::path export_demo(const fs::path& out, const std::string& scheme, const std::
   o.exclude_unsupported = true;
   o.num_calib_data = 8;  // static fp8 / int8 / KV scales: a short calibration
   o.seq_len = 64;
-  exporter::quantize_model(o);
+  job::quantize_model(o);
   return out;
 }
 

@@ -23,8 +23,8 @@
 #include "qloom/build_info.h"
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
-#include "qloom/export/quantize_args.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_args.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/hub.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/hub_error.h"
@@ -514,9 +514,9 @@ class AttemptRunner {
     // Exactly the recorded command, through the same parser as `qloom quantize`.
     const auto manifest = read_run_manifest(ws_.dir());
     recorded_args_ = manifest_quantize_args(manifest);
-    exporter::QuantizeCommand qc = exporter::parse_quantize_args(recorded_args_);
+    job::QuantizeCommand qc = job::parse_quantize_args(recorded_args_);
     check_algo_config_files(manifest);
-    exporter::QuantizeOptions o = qc.options;
+    job::QuantizeOptions o = qc.options;
     if (model_source_ == "hub") {
       try {
         io::HubResolveOptions ho;
@@ -556,19 +556,19 @@ class AttemptRunner {
     const auto t0 = std::chrono::steady_clock::now();
     const bool show = opts_.log_is_tty;
     try {
-      summary_ = exporter::quantize_model(
+      summary_ = job::quantize_model(
           o,
-          show ? exporter::ProgressFn([this](const exporter::TensorProgress& p) {
+          show ? job::ProgressFn([this](const job::TensorProgress& p) {
             char line[256];
             std::snprintf(line, sizeof line, "[%zu/%zu] %-48s %5s -> %-10s ETA %s\n", p.index, p.total, p.name.c_str(),
                           p.from.c_str(), p.to.c_str(), format_duration(p.eta_seconds).c_str());
             log_ << line << std::flush;
           })
-               : exporter::ProgressFn(),
-          show ? exporter::CalibrationProgressFn([this](size_t done, size_t total, double s) {
+               : job::ProgressFn(),
+          show ? job::CalibrationProgressFn([this](size_t done, size_t total, double s) {
             log_ << "[calibration " << done << "/" << total << "] " << format_duration(s) << "\n" << std::flush;
           })
-               : exporter::CalibrationProgressFn());
+               : job::CalibrationProgressFn());
     } catch (const std::system_error& e) {
       // Thread or mapping creation refused for lack of memory is an OOM too.
       if (e.code() != std::errc::resource_unavailable_try_again && e.code() != std::errc::not_enough_memory) throw;
@@ -582,7 +582,7 @@ class AttemptRunner {
     exec_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  StopAttempt exec_oom(const exporter::QuantizeOptions& o, const std::string& what) {
+  StopAttempt exec_oom(const job::QuantizeOptions& o, const std::string& what) {
     {
       if (manifest_.contains("run") && manifest_["run"].value("status", "") == "pending") fail_run_text("out of memory: " + what, 3);
       const bool calibrated = plan_.value("needs_calibration", false) && o.num_calib_data > 1;
@@ -602,7 +602,7 @@ class AttemptRunner {
     }
   }
 
-  StopAttempt classify_exec_error(const Error& e, const exporter::QuantizeOptions& o) {
+  StopAttempt classify_exec_error(const Error& e, const job::QuantizeOptions& o) {
     const std::string file = e.file(), item = e.item(), text = error_text(e);
     const bool dataset = item.find("dataset") != std::string::npos || item.find("calib") != std::string::npos ||
                          (!o.dataset.empty() && file == o.dataset) || file.find("calibration") != std::string::npos;
@@ -950,9 +950,9 @@ class AttemptRunner {
   fs::path gguf_path_;  // the model is this .gguf file (converted at exec)
   std::string model_source_, model_arg_;
   nlohmann::ordered_json environment_, analysis_, plan_, manifest_;
-  exporter::QuantizeCommand cmd_;
+  job::QuantizeCommand cmd_;
   std::vector<std::string> recorded_args_;
-  exporter::QuantizeSummary summary_;
+  job::QuantizeSummary summary_;
   double exec_seconds_ = 0;
   std::optional<unsigned> fix_threads_;
   std::optional<double> fix_eval_budget_;

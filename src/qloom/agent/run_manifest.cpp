@@ -4,7 +4,7 @@
 #include "qloom/agent/yaml_json.h"
 #include "qloom/build_info.h"
 #include "qloom/core/error.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/text_file.h"
 #include "qloom/quant/scheme_registry.h"
@@ -31,7 +31,7 @@ std::string export_formats_text(const std::vector<std::string>& formats) {
   return s;
 }
 
-// What the output directory will hold (export/model_export.h's layout).
+// What the output directory will hold (job/model_export.h's layout).
 nlohmann::ordered_json expected_files(const std::vector<std::string>& formats) {
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   bool primary = false;
@@ -58,9 +58,9 @@ nlohmann::ordered_json argv_json(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-exporter::QuantizeCommand command_from_plan(const nlohmann::json& plan, const std::string& model_arg,
+job::QuantizeCommand command_from_plan(const nlohmann::json& plan, const std::string& model_arg,
                                             const std::string& model_type, bool overwrite) {
-  exporter::QuantizeCommand cmd;
+  job::QuantizeCommand cmd;
   auto& o = cmd.options;
   o.model_dir = model_arg;
   const std::string out = str(plan, "output_dir");
@@ -111,10 +111,10 @@ std::vector<CheckpointRecord> default_checkpoints() {
   };
 }
 
-nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const exporter::QuantizeCommand& cmd,
+nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const job::QuantizeCommand& cmd,
                                           const std::vector<CheckpointRecord>& checkpoints,
                                           const nlohmann::json& environment, const nlohmann::json& estimates) {
-  const auto args = exporter::quantize_args(cmd);
+  const auto args = job::quantize_args(cmd);
   std::vector<std::string> argv = {"qloom", "quantize"};
   argv.insert(argv.end(), args.begin(), args.end());
   nlohmann::ordered_json m;
@@ -129,7 +129,7 @@ nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const export
   // so the run is reproducible and a later edit of the file is caught.
   if (!cmd.options.algo_config_files.empty()) {
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
-    for (const auto& f : exporter::load_algo_config_files(cmd.options.algo_config_files))
+    for (const auto& f : job::load_algo_config_files(cmd.options.algo_config_files))
       files.push_back({{"algo", f.algo},
                        {"path", fs::absolute(f.path).lexically_normal().string()},
                        {"sha256", f.sha256},
@@ -148,7 +148,7 @@ nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const export
   steps.push_back({{"name", "generate"}, {"produces", "run_manifest.yaml"}});
   m["steps"] = steps;
   m["run"] = {{"command", argv_json(argv)},
-              {"command_line", exporter::shell_join(argv)},
+              {"command_line", job::shell_join(argv)},
               {"expected_output_dir", cmd.options.output_dir.string()},
               {"remote_code", "never executed (qloom runs no model code; --no_trust_remote_code)"},
               {"status", "pending"},
@@ -173,7 +173,7 @@ void check_algo_config_files(const nlohmann::json& manifest) {
   for (const auto& rec : in["algo_config_files"]) {
     const std::string path = rec.at("path").get<std::string>();
     const std::string want = rec.at("sha256").get<std::string>();
-    const std::string got = exporter::sha256_hex(io::read_text_file(path));
+    const std::string got = job::sha256_hex(io::read_text_file(path));
     if (got != want)
       throw Error(ErrorKind::kInvalidInput, path, "inputs.algo_config_files",
                   "the --quant_algo_config_file changed since the manifest was written (sha256 " + got +

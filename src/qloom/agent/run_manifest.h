@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qloom/export/quantize_args.h"
+#include "qloom/job/quantize_args.h"
 
 namespace qloom::agent {
 
@@ -34,13 +34,13 @@ struct ManifestInputs {
 // The command for a plan (quant_plan.json's resolved fields): model and
 // output paths absolute, the model type's default exclusions left to qloom
 // quantize (only extra patterns are passed), --no_trust_remote_code always.
-exporter::QuantizeCommand command_from_plan(const nlohmann::json& plan, const std::string& model_arg,
+job::QuantizeCommand command_from_plan(const nlohmann::json& plan, const std::string& model_arg,
                                             const std::string& model_type, bool overwrite);
 
 // The four checkpoints with their reasons, decisions pending.
 std::vector<CheckpointRecord> default_checkpoints();
 
-nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const exporter::QuantizeCommand& cmd,
+nlohmann::ordered_json build_run_manifest(const ManifestInputs& in, const job::QuantizeCommand& cmd,
                                           const std::vector<CheckpointRecord>& checkpoints,
                                           const nlohmann::json& environment, const nlohmann::json& estimates);
 

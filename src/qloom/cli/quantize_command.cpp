@@ -11,13 +11,13 @@
 #include "qloom/cli/commands.h"
 #include "qloom/cli/model_spec.h"
 #include "qloom/core/format.h"
-#include "qloom/export/quantize_args.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_args.h"
+#include "qloom/job/quantize_job.h"
 
 namespace qloom::cli {
 namespace {
 
-void print_progress(const exporter::TensorProgress& p) {
+void print_progress(const job::TensorProgress& p) {
   std::fprintf(stderr, "[%*zu/%zu] %-52s %-14s %5s -> %-10s %7.2f s  ETA %s\n",
                static_cast<int>(std::to_string(p.total).size()), p.index, p.total, p.name.c_str(),
                p.shape.c_str(), p.from.c_str(), p.to.c_str(), p.seconds,
@@ -29,7 +29,7 @@ void print_calibration(size_t done, size_t total, double seconds) {
   std::fprintf(stderr, "[calibration %zu/%zu] %7.2f s  ETA %s\n", done, total, seconds, format_duration(eta).c_str());
 }
 
-void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeSummary& s) {
+void print_summary(const job::QuantizeOptions& o, const job::QuantizeSummary& s) {
   std::printf("\nqloom quantize: %s -> %s (%s)\n", o.model_dir.c_str(), o.output_dir.c_str(),
               o.quant_scheme.c_str());
   std::printf("  %-22s %s\n", "layers quantized", (std::to_string(s.layers_quantized) + " (" +
@@ -59,19 +59,19 @@ void print_summary(const exporter::QuantizeOptions& o, const exporter::QuantizeS
 }  // namespace
 
 void register_quantize(CLI::App& app, CommandFn& run) {
-  auto cmd = std::make_shared<exporter::QuantizeCommand>();
+  auto cmd = std::make_shared<job::QuantizeCommand>();
   CLI::App* sub = app.add_subcommand(
       "quantize", "Quantize a HuggingFace model and export it as an AMD Quark hf_format checkpoint, "
                   "compressed-tensors and/or GGUF (accepts quark-cli torch-llm-ptq / quantize_quark.py flags)");
-  exporter::add_quantize_flags(*sub, *cmd);
+  job::add_quantize_flags(*sub, *cmd);
   sub->callback([=, &run] {
     run = [=] {
-      exporter::QuantizeOptions opts = cmd->options;
+      job::QuantizeOptions opts = cmd->options;
       opts.model_dir = resolve_model_arg(cmd->options.model_dir.string(), io::HubFetch::kModel);
       const bool show = cmd->progress == "on" || (cmd->progress == "auto" && ::isatty(STDERR_FILENO));
-      const auto summary = exporter::quantize_model(
-          opts, show ? exporter::ProgressFn(print_progress) : exporter::ProgressFn(),
-          show ? exporter::CalibrationProgressFn(print_calibration) : exporter::CalibrationProgressFn());
+      const auto summary = job::quantize_model(
+          opts, show ? job::ProgressFn(print_progress) : job::ProgressFn(),
+          show ? job::CalibrationProgressFn(print_calibration) : job::CalibrationProgressFn());
       print_summary(opts, summary);
       return 0;
     };

@@ -104,7 +104,7 @@ std::string cut_at_stop(const std::string& text, const std::vector<std::string>&
 }
 
 std::string generate_greedy(engine::Model& model, const engine::ForwardHooks* hooks,
-                            const engine::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                            const text::Tokenizer& tok, const std::vector<int32_t>& prompt,
                             const GenerateOptions& opt) {
   if (prompt.empty()) throw_invalid("", "", "empty prompt");
   const int64_t vocab = model.config().vocab_size;
@@ -140,7 +140,7 @@ double Gsm8kResult::accuracy_flexible() const {
          double(items.size());
 }
 
-Gsm8kResult run_gsm8k(const Generator& generate, const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+Gsm8kResult run_gsm8k(const Generator& generate, const text::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
                       const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg, int64_t max_length,
                       const std::vector<int64_t>& config_eos_ids, const std::function<bool(int64_t)>& on_item) {
   const std::vector<std::string> prompts = build_gsm8k_prompts(test, train, n, cfg);
@@ -180,7 +180,7 @@ Gsm8kResult run_gsm8k(const Generator& generate, const engine::Tokenizer& tok, c
 }
 
 Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
-                      const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+                      const text::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
                       const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg,
                       const std::function<bool(int64_t)>& on_item) {
   const int64_t max_length = model.config().max_position_embeddings > 0

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "qloom/engine/model.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/datasets.h"
 
 namespace qloom::eval {
@@ -59,7 +59,7 @@ struct GenerateOptions {
   std::vector<int32_t> eos_ids;
 };
 std::string generate_greedy(engine::Model& model, const engine::ForwardHooks* hooks,
-                            const engine::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                            const text::Tokenizer& tok, const std::vector<int32_t>& prompt,
                             const GenerateOptions& opt);
 
 struct Gsm8kItem {
@@ -81,12 +81,12 @@ using Generator = std::function<std::string(const std::vector<int32_t>& prompt, 
 // `max_length`: the model's positions (the prompt is left-truncated to
 // max_length - max_gen_toks); `config_eos_ids`: config.json's eos ids, added
 // to the tokenizer's as stops.
-Gsm8kResult run_gsm8k(const Generator& generate, const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+Gsm8kResult run_gsm8k(const Generator& generate, const text::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
                       const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg, int64_t max_length,
                       const std::vector<int64_t>& config_eos_ids, const std::function<bool(int64_t)>& on_item = {});
 
 Gsm8kResult run_gsm8k(engine::Model& model, const engine::ForwardHooks* hooks,
-                      const engine::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
+                      const text::Tokenizer& tok, const std::vector<Gsm8kDoc>& test,
                       const std::vector<Gsm8kDoc>& train, size_t n, const Gsm8kConfig& cfg,
                       const std::function<bool(int64_t done)>& on_item = {});
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/unicode.h"
+#include "qloom/text/unicode.h"
 #include "qloom/eval/datasets.h"
 #include "qloom/eval/py_random.h"
 #include "qloom/eval/py_str.h"
@@ -257,10 +257,10 @@ std::string hellaswag_preprocess(std::string_view text) {
 std::string python_capitalize(std::string_view text) {
   if (text.empty()) return {};
   size_t i = 0;
-  const char32_t first = engine::next_codepoint(text, i);
+  const char32_t first = text::next_codepoint(text, i);
   std::string out;
-  engine::append_utf8(out, static_cast<char32_t>(u_totitle(static_cast<UChar32>(first))));
-  return out + engine::unicode_lowercase(text.substr(i));
+  text::append_utf8(out, static_cast<char32_t>(u_totitle(static_cast<UChar32>(first))));
+  return out + text::unicode_lowercase(text.substr(i));
 }
 
 std::vector<McExample> load_mc_examples(const McTaskInfo& task, const std::filesystem::path& file) {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/unicode.h"
+#include "qloom/text/unicode.h"
 #include "qloom/eval/perplexity.h"
 #include "qloom/eval/py_str.h"
 
@@ -33,7 +33,7 @@ bool is_argmax(const float* logits, int64_t vocab, int32_t target) {
 
 }  // namespace
 
-TokenPair encode_pair(const engine::Tokenizer& tok, const std::string& context_in,
+TokenPair encode_pair(const text::Tokenizer& tok, const std::string& context_in,
                       const std::string& continuation_in) {
   if (context_in.empty())
     throw_invalid("", "context", "a multiple-choice request has an empty context",
@@ -125,14 +125,14 @@ namespace {
 // The document's item before scoring: gold and option lengths (lm-eval
 // measures the option as doc_to_choice gives it: for several inputs, as in
 // winogrande, that is the option's context), and its token pairs.
-McItem prepare_item(const engine::Tokenizer& tok, const McTaskInfo& task, const McExample& doc,
+McItem prepare_item(const text::Tokenizer& tok, const McTaskInfo& task, const McExample& doc,
                     const std::vector<const McExample*>& fewshot, std::vector<TokenPair>& pairs) {
   McItem item;
   item.gold = doc.gold;
   const std::vector<McRequestText> reqs = mc_requests(task, doc, fewshot);
   for (size_t i = 0; i < reqs.size(); ++i) {
     const std::string& text = doc.queries.size() > 1 ? doc.queries[i] : doc.choices[i];
-    item.chars.push_back(int64_t(engine::count_codepoints(text)));
+    item.chars.push_back(int64_t(text::count_codepoints(text)));
     item.bytes.push_back(int64_t(text.size()));
     pairs.push_back(encode_pair(tok, reqs[i].context, reqs[i].continuation));
   }
@@ -149,7 +149,7 @@ void score_item(const OptionScorer& scorer, const std::vector<TokenPair>& pairs,
 
 }  // namespace
 
-McResult run_multiple_choice(const OptionScorer& scorer, const engine::Tokenizer& tok, const McTaskInfo& task,
+McResult run_multiple_choice(const OptionScorer& scorer, const text::Tokenizer& tok, const McTaskInfo& task,
                              const std::vector<McExample>& docs,
                              const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
                              const std::function<bool(int64_t done)>& on_doc, unsigned parallel) {
@@ -179,7 +179,7 @@ McResult run_multiple_choice(const OptionScorer& scorer, const engine::Tokenizer
 }
 
 McResult run_multiple_choice(engine::Model& model, const engine::ForwardHooks* hooks,
-                             const engine::Tokenizer& tok, const McTaskInfo& task,
+                             const text::Tokenizer& tok, const McTaskInfo& task,
                              const std::vector<McExample>& docs,
                              const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
                              int64_t max_length, const std::function<bool(int64_t done)>& on_doc) {

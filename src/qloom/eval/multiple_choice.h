@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "qloom/engine/model.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/mc_tasks.h"
 
 namespace qloom::eval {
@@ -36,7 +36,7 @@ struct TokenPair {
 
 // Throws kInvalidInput for an empty context (lm-eval asserts it is not) or a
 // continuation that encodes to no tokens.
-TokenPair encode_pair(const engine::Tokenizer& tok, const std::string& context,
+TokenPair encode_pair(const text::Tokenizer& tok, const std::string& context,
                       const std::string& continuation);
 
 struct OptionScore {
@@ -88,14 +88,14 @@ OptionScorer engine_scorer(engine::Model& model, const engine::ForwardHooks* hoo
 // documents at a time (each batch finished before the next; results in
 // document order, so the same whatever `parallel` is). `on_doc(done)` after
 // each document; returning false stops early.
-McResult run_multiple_choice(const OptionScorer& scorer, const engine::Tokenizer& tok, const McTaskInfo& task,
+McResult run_multiple_choice(const OptionScorer& scorer, const text::Tokenizer& tok, const McTaskInfo& task,
                              const std::vector<McExample>& docs,
                              const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
                              const std::function<bool(int64_t done)>& on_doc = {}, unsigned parallel = 1);
 
 // The in-process form: engine_scorer(model, hooks, max_length), one at a time.
 McResult run_multiple_choice(engine::Model& model, const engine::ForwardHooks* hooks,
-                             const engine::Tokenizer& tok, const McTaskInfo& task,
+                             const text::Tokenizer& tok, const McTaskInfo& task,
                              const std::vector<McExample>& docs,
                              const std::vector<std::vector<const McExample*>>& fewshot, size_t n,
                              int64_t max_length,

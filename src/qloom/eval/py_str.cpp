@@ -1,18 +1,18 @@
 #include "qloom/eval/py_str.h"
 
-#include "qloom/engine/unicode.h"
+#include "qloom/text/unicode.h"
 
 namespace qloom::eval {
 namespace {
 
 // str.isspace: the White_Space property plus U+001C..U+001F (bidi class B / S).
-bool is_py_space(char32_t cp) { return engine::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F); }
+bool is_py_space(char32_t cp) { return text::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F); }
 
 size_t lstrip_end(std::string_view s) {
   size_t b = 0;
   while (b < s.size()) {
     size_t i = b;
-    if (!is_py_space(engine::next_codepoint(s, i))) break;
+    if (!is_py_space(text::next_codepoint(s, i))) break;
     b = i;
   }
   return b;
@@ -24,7 +24,7 @@ size_t rstrip_end(std::string_view s, size_t b) {
     size_t start = e - 1;
     while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
     size_t i = start;
-    if (!is_py_space(engine::next_codepoint(s, i))) break;
+    if (!is_py_space(text::next_codepoint(s, i))) break;
     e = start;
   }
   return e;

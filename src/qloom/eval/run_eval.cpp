@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/eval/budget.h"
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/eval/datasets.h"
@@ -31,13 +31,13 @@ void enter(const EvalOptions& o, EvalStage stage) {
   if (o.stage != nullptr) *o.stage = stage;
 }
 
-engine::Tokenizer load_tokenizer(const EvalOptions& o) {
-  if (!o.tokenizer_dir.empty()) return engine::Tokenizer::load(o.tokenizer_dir);
+text::Tokenizer load_tokenizer(const EvalOptions& o) {
+  if (!o.tokenizer_dir.empty()) return text::Tokenizer::load(o.tokenizer_dir);
   try {
-    return engine::Tokenizer::load(o.model_dir);
+    return text::Tokenizer::load(o.model_dir);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kNotFound || o.source_dir.empty()) throw;
-    return engine::Tokenizer::load(o.source_dir);
+    return text::Tokenizer::load(o.source_dir);
   }
 }
 
@@ -103,7 +103,7 @@ void run_text_task(const EvalOptions& o, EvalReport& r) {
   enter(o, EvalStage::kLoadModel);
   LoadedModel quant = load_evaluated(o, r, o.model_dir);
   enter(o, EvalStage::kPrepare);
-  const engine::Tokenizer tok = load_tokenizer(o);
+  const text::Tokenizer tok = load_tokenizer(o);
   const std::vector<int32_t> doc = tok.encode(ds.text, true);
 
   r.seq_len = o.seq_len > 0 ? o.seq_len
@@ -192,7 +192,7 @@ void run_gsm8k_task(const EvalOptions& o, EvalReport& r) {
     model = load_evaluated(o, r, o.model_dir);
   }
   enter(o, EvalStage::kPrepare);
-  const engine::Tokenizer tok = load_tokenizer(o);
+  const text::Tokenizer tok = load_tokenizer(o);
   if (!o.server.empty()) {
     client = std::make_unique<OpenAiClient>(server_options(o, o.server));
     note_server(o, r, client->probe(), o.server);
@@ -255,7 +255,7 @@ MetricValue paired_difference(const std::vector<uint8_t>& a, const std::vector<u
 // Scores docs[0..count) with the model in `dir`, or through `server` when
 // one is given (then `dir` only named the tokenizer, already loaded).
 McResult score_mc_model(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const std::string& dir,
-                        const engine::Tokenizer& tok, const std::vector<McExample>& docs,
+                        const text::Tokenizer& tok, const std::vector<McExample>& docs,
                         const std::vector<std::vector<const McExample*>>& fewshot, int64_t count,
                         const std::string& server = {}) {
   std::unique_ptr<OpenAiClient> client;
@@ -280,7 +280,7 @@ McResult score_mc_model(const EvalOptions& o, EvalReport& r, const McTaskInfo& t
   return res;
 }
 
-void add_source_pairing(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const engine::Tokenizer& tok,
+void add_source_pairing(const EvalOptions& o, EvalReport& r, const McTaskInfo& task, const text::Tokenizer& tok,
                         const std::vector<McExample>& docs,
                         const std::vector<std::vector<const McExample*>>& fewshot) {
   if (o.log != nullptr) *o.log << "qloom eval: source model " << o.source_dir << " on the same " << r.n << " documents\n";
@@ -313,7 +313,7 @@ void run_mc_task(const EvalOptions& o, EvalReport& r, const McTaskInfo& task) {
   std::vector<McExample> pool;
   if (o.num_fewshot > 0) pool = load_mc_examples(task, o.fewshot_dataset);
   if (o.log != nullptr) *o.log << "qloom eval: " << docs.size() << " " << task.name << " documents read from " << file.string() << "\n" << std::flush;
-  const engine::Tokenizer tok = load_tokenizer(o);
+  const text::Tokenizer tok = load_tokenizer(o);
   r.n_total = int64_t(docs.size());
   int64_t count = r.n_total;
   apply_limit(o, r, count, "document");

@@ -9,8 +9,8 @@
 #include "qloom/git_commit.h"
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/text/tokenizer.h"
+#include "qloom/job/algo_config_file.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/safetensors_reader.h"
@@ -42,13 +42,13 @@ std::string safetensors_header_sha256(const fs::path& f, uint64_t size) {
   std::copy(len_bytes, len_bytes + 8, bytes.begin());
   if (!in.read(bytes.data() + 8, std::streamsize(n)))
     throw Error(ErrorKind::kInvalidInput, f.string(), "", "the header is truncated", "re-download or re-export the model");
-  return exporter::sha256_hex(bytes);
+  return job::sha256_hex(bytes);
 }
 
 json model_inputs(const fs::path& model_dir) {
   const io::ModelDir dir = io::ModelDir::open(model_dir);
   json m;
-  m["config_sha256"] = exporter::sha256_hex(io::read_text_file(model_dir / "config.json"));
+  m["config_sha256"] = job::sha256_hex(io::read_text_file(model_dir / "config.json"));
   json weights = json::array();
   for (const fs::path& name : dir.weight_files()) {  // sorted
     const fs::path f = model_dir / name;
@@ -59,7 +59,7 @@ json model_inputs(const fs::path& model_dir) {
     if (name.string().ends_with(".safetensors"))
       w["header_sha256"] = safetensors_header_sha256(f, size);
     else
-      w["sha256"] = exporter::sha256_hex(io::read_text_file(f));  // the index
+      w["sha256"] = job::sha256_hex(io::read_text_file(f));  // the index
     weights.push_back(std::move(w));
   }
   m["weights"] = std::move(weights);
@@ -90,7 +90,7 @@ nlohmann::ordered_json fingerprint_inputs(const fs::path& model_dir, const GateS
 }
 
 std::string baseline_fingerprint(const fs::path& model_dir, const GateSpec& spec) {
-  return exporter::sha256_hex(fingerprint_inputs(model_dir, spec).dump());
+  return job::sha256_hex(fingerprint_inputs(model_dir, spec).dump());
 }
 
 namespace {
@@ -143,7 +143,7 @@ int64_t vocabulary_size(const fs::path& model_dir, const GateSpec& spec) {
   for (const nlohmann::json* c : {&cfg, cfg.contains("text_config") ? &cfg["text_config"] : nullptr})
     if (c != nullptr && c->contains("vocab_size") && (*c)["vocab_size"].is_number_integer())
       return (*c)["vocab_size"].get<int64_t>();
-  return engine::Tokenizer::load(tokenizer_dir_of(spec, model_dir)).vocab_size();
+  return text::Tokenizer::load(tokenizer_dir_of(spec, model_dir)).vocab_size();
 }
 
 void judge_health(BaselineHealth& h, const TaskScore& s, double floor, const fs::path& model_dir,
@@ -178,7 +178,7 @@ BaselineHealth check_baseline(const fs::path& model_dir, const GateSpec& spec, d
     throw Error(ErrorKind::kUsage, "", "baseline cache / out_dir", "both directories are required");
   const json inputs = fingerprint_inputs(model_dir, spec);
   BaselineHealth h;
-  h.fingerprint = exporter::sha256_hex(inputs.dump());
+  h.fingerprint = job::sha256_hex(inputs.dump());
   const fs::path cache_file = cache_dir / (h.fingerprint + ".json");
   std::optional<TaskScore> s;
   std::error_code ec;

@@ -83,7 +83,7 @@ struct Emitter {
   }
 };
 
-exporter::QuantizeOptions build(const PartitionPlan& plan, const CandidateConfig& c, exporter::QuantizeOptions o,
+job::QuantizeOptions build(const PartitionPlan& plan, const CandidateConfig& c, job::QuantizeOptions o,
                                 const std::set<std::string>& kv_modules, bool exact) {
   o.quant_scheme = get_precision(global_scheme(plan, c)).quant_scheme;
   Emitter em{kv_modules, o.quant_scheme, {}, {}};
@@ -114,8 +114,8 @@ exporter::QuantizeOptions build(const PartitionPlan& plan, const CandidateConfig
   return o;
 }
 
-exporter::QuantizeOptions base_options(const io::ModelDir& dir, const CandidateConfig& c, const ExportSettings& s) {
-  exporter::QuantizeOptions o;
+job::QuantizeOptions base_options(const io::ModelDir& dir, const CandidateConfig& c, const ExportSettings& s) {
+  job::QuantizeOptions o;
   o.model_dir = dir.path();
   o.output_dir = s.output_dir;
   o.kv_cache_dtype = c.kv_cache == "fp8" ? "fp8" : "";
@@ -141,7 +141,7 @@ bool matches_any(const std::vector<std::string>& patterns, const std::string& mo
 // pattern's own name (quark_config.cpp / Quark's _resolve_projection_base_spec):
 // the first entry ending with the projection's leaf or naming an attention
 // container, else the global scheme.
-std::string kv_base_scheme(const exporter::QuantizeOptions& o, const std::string& kv_pattern) {
+std::string kv_base_scheme(const job::QuantizeOptions& o, const std::string& kv_pattern) {
   std::string leaf = kv_pattern.substr(kv_pattern.rfind('.') == std::string::npos ? 0 : kv_pattern.rfind('.') + 1);
   leaf.erase(0, leaf.find_first_not_of('*'));
   while (!leaf.empty() && leaf.back() == '*') leaf.pop_back();
@@ -159,7 +159,7 @@ std::string kv_base_scheme(const exporter::QuantizeOptions& o, const std::string
 // them in insertion order, qloom's config reader in key order: only disjoint
 // patterns mean the same to both), nor, under an fp8 KV cache, a KV projection
 // by any (its entry comes from the KV config).
-bool unambiguous(const io::ModelDir& dir, const exporter::QuantizeOptions& o) {
+bool unambiguous(const io::ModelDir& dir, const job::QuantizeOptions& o) {
   const std::vector<std::string> kv = kv_patterns(dir);
   for (const quant::LinearLayer& l : model_linears(dir)) {
     size_t hits = 0;
@@ -171,7 +171,7 @@ bool unambiguous(const io::ModelDir& dir, const exporter::QuantizeOptions& o) {
 
 }  // namespace
 
-std::map<std::string, std::string> selected_schemes(const io::ModelDir& dir, const exporter::QuantizeOptions& o) {
+std::map<std::string, std::string> selected_schemes(const io::ModelDir& dir, const job::QuantizeOptions& o) {
   quant::SelectionRequest req;
   req.model_type = dir.model_type();
   req.quant_scheme = o.quant_scheme;
@@ -205,7 +205,7 @@ std::map<std::string, std::string> intended_schemes(const io::ModelDir& dir, con
   return out;
 }
 
-exporter::QuantizeOptions export_options(const io::ModelDir& dir, const PartitionPlan& plan,
+job::QuantizeOptions export_options(const io::ModelDir& dir, const PartitionPlan& plan,
                                          const CandidateConfig& config, const ExportSettings& settings) {
   (void)assignment_of(plan, config);  // validates partitions, precisions, units
   const auto intended = intended_schemes(dir, plan, config);
@@ -213,9 +213,9 @@ exporter::QuantizeOptions export_options(const io::ModelDir& dir, const Partitio
   if (config.kv_cache == "fp8")
     for (const quant::LinearLayer& l : model_linears(dir))
       if (matches_any(kv_patterns(dir), l.module)) kv_modules.insert(l.module);
-  const exporter::QuantizeOptions base = base_options(dir, config, settings);
+  const job::QuantizeOptions base = base_options(dir, config, settings);
   for (const bool exact : {false, true}) {
-    exporter::QuantizeOptions o = build(plan, config, base, kv_modules, exact);
+    job::QuantizeOptions o = build(plan, config, base, kv_modules, exact);
     if (unambiguous(dir, o) && selected_schemes(dir, o) == intended) return o;
   }
   throw Error(ErrorKind::kUnsupported, dir.path().string(), "--layer_quant_scheme",

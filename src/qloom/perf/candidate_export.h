@@ -1,5 +1,5 @@
 // A mixed-precision candidate as a `qloom quantize` job
-// (exporter::QuantizeOptions, export/quantize_job.h): the checkpoint the real
+// (job::QuantizeOptions, job/quantize_job.h): the checkpoint the real
 // accuracy gate evaluates. Quark expresses per-layer precisions as
 // --quant_scheme GLOBAL plus --layer_quant_scheme PATTERN SCHEME entries
 // (they become per-pattern layer_quant_config entries of quantization_config)
@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/perf/candidate_entry.h"
 #include "qloom/perf/partitions.h"
@@ -56,13 +56,13 @@ struct ExportSettings {
   bool overwrite = false;
 };
 
-exporter::QuantizeOptions export_options(const io::ModelDir& dir, const PartitionPlan& plan,
+job::QuantizeOptions export_options(const io::ModelDir& dir, const PartitionPlan& plan,
                                          const CandidateConfig& config, const ExportSettings& settings);
 
 // Linear module -> Quark scheme name ("" = left unquantized) that `options`
 // give the model's linears: quant::select_layers (as the exporter), and under
 // an fp8 KV cache the KV entries' spec for k/v projections no pattern matches.
-std::map<std::string, std::string> selected_schemes(const io::ModelDir& dir, const exporter::QuantizeOptions& options);
+std::map<std::string, std::string> selected_schemes(const io::ModelDir& dir, const job::QuantizeOptions& options);
 // The same map as the candidate intends it (every linear of the model).
 std::map<std::string, std::string> intended_schemes(const io::ModelDir& dir, const PartitionPlan& plan,
                                                     const CandidateConfig& config);

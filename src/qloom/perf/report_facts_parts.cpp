@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "qloom/build_info.h"
-#include "qloom/export/quantize_args.h"
+#include "qloom/job/quantize_args.h"
 #include "qloom/git_commit.h"
 
 namespace qloom::perf::detail {
@@ -174,9 +174,9 @@ Json reproduction_of(const Field& state, const ReportContext& ctx) {
   }
   const std::string dir = !ctx.session_dir.empty() ? ctx.session_dir.string() : given.value_or("");
   Json r;
-  r["command"] = exporter::shell_join(argv);
-  r["resume"] = exporter::shell_join(resume);
-  r["report"] = dir.empty() ? Json() : Json(exporter::shell_join({argv[0], "perf", "report", "--session", dir}));
+  r["command"] = job::shell_join(argv);
+  r["resume"] = job::shell_join(resume);
+  r["report"] = dir.empty() ? Json() : Json(job::shell_join({argv[0], "perf", "report", "--session", dir}));
   return r;
 }
 

@@ -17,7 +17,7 @@
 #include <chrono>
 
 #include "qloom/core/error.h"
-#include "qloom/export/quantize_job.h"
+#include "qloom/job/quantize_job.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/perf/candidate_export.h"
 #include "qloom/perf/candidates.h"
@@ -168,7 +168,7 @@ void export_one(Search& s, std::vector<CandidateEntry>& q, size_t i) {
     e.exclude_layers = s.ctx.spec.exclude_layers;
     e.threads = s.ctx.spec.threads;
     e.overwrite = true;  // a directory the state does not record is redone
-    exporter::quantize_model(export_options(s.dir, s.plan, q[i].config, e));
+    job::quantize_model(export_options(s.dir, s.plan, q[i].config, e));
     q[i].status = kStatusExported;
     s.m()["candidate_queue"] = to_json(q);
   });

@@ -10,8 +10,8 @@
 #include "qloom/build_info.h"
 #include "qloom/core/error.h"
 #include "qloom/engine/model_config.h"
-#include "qloom/export/algo_config_file.h"
-#include "qloom/export/quantize_args.h"
+#include "qloom/job/algo_config_file.h"
+#include "qloom/job/quantize_args.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/perf/session_ctx.h"
 
@@ -57,13 +57,13 @@ nlohmann::ordered_json runtime_context(const RunSpec& spec) {
   j["threads"] = threads;
   j["isa"] = facts.qloom_isa;
   j["cpu_model"] = facts.cpu_model;
-  j["fingerprint"] = exporter::sha256_hex(std::string(build::kVersion) + "|" + build::kFlags + "|" +
+  j["fingerprint"] = job::sha256_hex(std::string(build::kVersion) + "|" + build::kFlags + "|" +
                                           facts.qloom_isa + "|" + std::to_string(threads));
   return j;
 }
 
 std::string new_session_id(const fs::path& dir) {
-  return session_dir_stamp() + "-" + exporter::sha256_hex(dir.string()).substr(0, 4);
+  return session_dir_stamp() + "-" + job::sha256_hex(dir.string()).substr(0, 4);
 }
 
 nlohmann::ordered_json new_state(const SessionCtx& ctx, const RunSpec& spec) {
@@ -75,7 +75,7 @@ nlohmann::ordered_json new_state(const SessionCtx& ctx, const RunSpec& spec) {
   s["run_spec"] = to_json(spec);
   s["runtime_context"] = runtime_context(spec);
   s["invocation"] = {{"argv", ctx.options.argv},
-                     {"spec", exporter::shell_join(ctx.options.argv)},
+                     {"spec", job::shell_join(ctx.options.argv)},
                      {"env", invocation_env()}};
   s["quant_ckpt_dir"] = nullptr;
   s["best_candidate"] = nullptr;

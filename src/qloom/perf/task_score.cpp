@@ -9,7 +9,7 @@
 #include "qloom/eval/datasets.h"
 #include "qloom/eval/mc_tasks.h"
 #include "qloom/eval/run_eval.h"
-#include "qloom/export/algo_config_file.h"
+#include "qloom/job/algo_config_file.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/model_dir.h"
 #include "qloom/io/text_file.h"
@@ -108,8 +108,8 @@ std::vector<fs::path> dataset_files(const GateMetric& m) {
 
 std::string dataset_sha256(const GateMetric& m) {
   std::string all;
-  for (const fs::path& f : dataset_files(m)) all += exporter::sha256_hex(io::read_text_file(f)) + "\n";
-  return exporter::sha256_hex(all);
+  for (const fs::path& f : dataset_files(m)) all += job::sha256_hex(io::read_text_file(f)) + "\n";
+  return job::sha256_hex(all);
 }
 
 std::string tokenizer_sha256(const fs::path& dir) {
@@ -121,8 +121,8 @@ std::string tokenizer_sha256(const fs::path& dir) {
   std::sort(files.begin(), files.end());
   std::string all;
   for (const fs::path& f : files)
-    all += f.filename().string() + " " + exporter::sha256_hex(io::read_text_file(f)) + "\n";
-  return exporter::sha256_hex(all);
+    all += f.filename().string() + " " + job::sha256_hex(io::read_text_file(f)) + "\n";
+  return job::sha256_hex(all);
 }
 
 std::string absolute_dir(const fs::path& p) {

@@ -55,7 +55,7 @@ RunSample sample_of(double seconds, int64_t out_tokens, int64_t prompt_tokens) {
 // Prompts of the spec, from the model directory's vocabulary.
 std::vector<std::vector<int32_t>> prompts_for(const fs::path& dir, const engine::ModelConfig& cfg,
                                               const ThroughputSpec& spec) {
-  const engine::Tokenizer tok = engine::Tokenizer::load(dir);
+  const text::Tokenizer tok = text::Tokenizer::load(dir);
   return random_prompts(prompt_token_pool(tok, cfg), num_prompts(spec), spec.isl, spec.seed);
 }
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/io/data_files.h"
 #include "qloom/io/text_file.h"
 
@@ -101,7 +101,7 @@ CalibrationData load_calibration_data(const fs::path& model_dir, const Calibrati
   CalibrationData out;
   const fs::path file = dataset_file(req.dataset);
   out.source = file.string();
-  const engine::Tokenizer tok = engine::Tokenizer::load(model_dir);
+  const text::Tokenizer tok = text::Tokenizer::load(model_dir);
   for (const std::string& doc : calibration_documents(file)) {
     if (out.samples.size() >= req.num_samples) break;
     std::vector<int32_t> ids = tok.encode(doc, true);

@@ -2,7 +2,7 @@
 // rotation/rotation.py RotationProcessor with trainable=False,
 // online_r1_rotation=False) as a pass over a model's float tensors, one
 // tensor at a time. It runs before calibration and quantization: the
-// quantizer then sees the rotated model (export/quantize_job.cpp writes it
+// quantizer then sees the rotated model (job/quantize_job.cpp writes it
 // to a temporary directory and quantizes that), and validate compares a
 // rotated checkpoint with the source rotated the same way.
 //

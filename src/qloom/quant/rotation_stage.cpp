@@ -7,7 +7,7 @@ namespace qloom::quant {
 void RotationStage::process_layer(LayerSession& session) {
   throw Error(ErrorKind::kInternal, "", "layer " + std::to_string(session.layer()),
               "the rotation pass was handed to the per-layer pipeline",
-              "run it before calibration (export/quantize_job.cpp)");
+              "run it before calibration (job/quantize_job.cpp)");
 }
 
 std::unique_ptr<AlgorithmStage> make_rotation_stage(const RotationConfig& config) {

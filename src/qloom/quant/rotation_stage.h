@@ -1,7 +1,7 @@
 // The algorithm "rotation" as `--quant_algo` names it (algorithm_registry.h).
 // Unlike GPTQ / AWQ / SmoothQuant it is not a per-layer calibration stage but
 // a pass over the whole float model before calibration (quant/rotation.h):
-// export/quantize_job.cpp takes it out of the stage list (it must come first,
+// job/quantize_job.cpp takes it out of the stage list (it must come first,
 // as rotating weights an earlier algorithm has already fitted would undo that
 // fit), writes the rotated model and quantizes it with the remaining stages.
 // Its algo_config() is Quark's RotationConfig dict.

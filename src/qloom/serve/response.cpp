@@ -5,12 +5,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string token_string(const engine::Tokenizer& tok, int32_t id) {
+std::string token_string(const text::Tokenizer& tok, int32_t id) {
   const int32_t one[1] = {id};
   return tok.decode(one, false);
 }
 
-Json top_dict(const engine::Tokenizer& tok, const TokenLogprob& t) {
+Json top_dict(const text::Tokenizer& tok, const TokenLogprob& t) {
   Json d = Json::object();
   for (const auto& [id, lp] : t.top) {
     const std::string s = token_string(tok, id);
@@ -22,7 +22,7 @@ Json top_dict(const engine::Tokenizer& tok, const TokenLogprob& t) {
 }
 
 // Appends one token to a completions logprobs object.
-void add_token(const engine::Tokenizer& tok, Json& lp, int32_t id, const TokenLogprob* t, size_t& offset) {
+void add_token(const text::Tokenizer& tok, Json& lp, int32_t id, const TokenLogprob* t, size_t& offset) {
   const std::string s = token_string(tok, id);
   lp["tokens"].push_back(s);
   lp["token_logprobs"].push_back(t ? Json(t->logprob) : Json(nullptr));
@@ -31,7 +31,7 @@ void add_token(const engine::Tokenizer& tok, Json& lp, int32_t id, const TokenLo
   offset += s.size();
 }
 
-Json completion_logprobs(const engine::Tokenizer& tok, const SeqSpec& spec, const SeqResult& r, bool echo) {
+Json completion_logprobs(const text::Tokenizer& tok, const SeqSpec& spec, const SeqResult& r, bool echo) {
   Json lp = {{"tokens", Json::array()}, {"token_logprobs", Json::array()},
              {"top_logprobs", Json::array()}, {"text_offset", Json::array()}};
   size_t offset = 0;
@@ -51,7 +51,7 @@ Json bytes_of(const std::string& s) {
   return b;
 }
 
-Json chat_logprobs(const engine::Tokenizer& tok, const SeqResult& r) {
+Json chat_logprobs(const text::Tokenizer& tok, const SeqResult& r) {
   Json content = Json::array();
   for (const TokenLogprob& t : r.token_logprobs) {
     const std::string s = token_string(tok, t.id);
@@ -86,7 +86,7 @@ Usage usage_of(const std::vector<SeqSpec>& specs, const std::vector<SeqResult>& 
   return u;
 }
 
-Json completion_choice(const engine::Tokenizer& tok, size_t index, const SeqSpec& spec, const SeqResult& r,
+Json completion_choice(const text::Tokenizer& tok, size_t index, const SeqSpec& spec, const SeqResult& r,
                        bool echo, const std::string& prompt_text) {
   Json c = {{"index", index}, {"text", (echo ? prompt_text : std::string()) + r.text}, {"logprobs", nullptr},
             {"finish_reason", reason(r.finish_reason)}};
@@ -108,7 +108,7 @@ Json completion_chunk(const ResponseHead& h, size_t index, const std::string& te
   return j;
 }
 
-Json chat_response(const engine::Tokenizer& tok, const ResponseHead& h, const SeqSpec& spec, const SeqResult& r,
+Json chat_response(const text::Tokenizer& tok, const ResponseHead& h, const SeqSpec& spec, const SeqResult& r,
                    const Usage& usage) {
   Json j = head_json(h, "chat.completion");
   Json choice = {{"index", 0},

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/serve/scheduler.h"
 
 namespace qloom::serve {
@@ -41,14 +41,14 @@ struct Usage {
 Usage usage_of(const std::vector<SeqSpec>& specs, const std::vector<SeqResult>& results);
 
 // One completion choice. `prompt_text`: what echo prepends.
-nlohmann::ordered_json completion_choice(const engine::Tokenizer& tok, size_t index, const SeqSpec& spec,
+nlohmann::ordered_json completion_choice(const text::Tokenizer& tok, size_t index, const SeqSpec& spec,
                                          const SeqResult& r, bool echo, const std::string& prompt_text);
 nlohmann::ordered_json completion_response(const ResponseHead& h, nlohmann::ordered_json choices,
                                            const Usage& usage);
 nlohmann::ordered_json completion_chunk(const ResponseHead& h, size_t index, const std::string& text,
                                         const std::string& finish_reason);
 
-nlohmann::ordered_json chat_response(const engine::Tokenizer& tok, const ResponseHead& h, const SeqSpec& spec,
+nlohmann::ordered_json chat_response(const text::Tokenizer& tok, const ResponseHead& h, const SeqSpec& spec,
                                      const SeqResult& r, const Usage& usage);
 // delta: {"role": "assistant", "content": ""} first, {"content": text}, then {} with the finish reason.
 nlohmann::ordered_json chat_chunk(const ResponseHead& h, nlohmann::ordered_json delta,

@@ -126,7 +126,7 @@ void Scheduler::release(Active& a) {
   }
 }
 
-Scheduler::Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const engine::Tokenizer& tok,
+Scheduler::Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const text::Tokenizer& tok,
                      SchedulerOptions opt)
     : model_(model), hooks_(hooks), tok_(tok), opt_(std::move(opt)) {
   thread_ = std::thread([this] { loop(); });

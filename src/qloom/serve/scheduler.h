@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "qloom/engine/model.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/serve/api_error.h"
 #include "qloom/serve/sampler.h"
 
@@ -120,7 +120,7 @@ struct SchedulerOptions {
 
 class Scheduler {
  public:
-  Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const engine::Tokenizer& tok,
+  Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const text::Tokenizer& tok,
             SchedulerOptions opt);
   ~Scheduler();  // stops the thread; unfinished jobs fail with 503
 
@@ -144,7 +144,7 @@ class Scheduler {
 
   engine::Model& model_;
   const engine::ForwardHooks* hooks_;
-  const engine::Tokenizer& tok_;
+  const text::Tokenizer& tok_;
   SchedulerOptions opt_;
   std::mutex m_;
   std::condition_variable cv_;

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/chat_template.h"
+#include "qloom/text/chat_template.h"
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/serve/api_error.h"
 #include "qloom/serve/request.h"
@@ -63,7 +63,7 @@ engine::LoadOptions load_options(const ServerOptions& opt) {
   return o;
 }
 
-std::vector<int32_t> eos_ids(const engine::Tokenizer& tok, const engine::ModelConfig& cfg) {
+std::vector<int32_t> eos_ids(const text::Tokenizer& tok, const engine::ModelConfig& cfg) {
   std::vector<int32_t> ids;
   if (const auto eos = tok.eos_id()) ids.push_back(*eos);
   for (int64_t id : cfg.eos_token_ids)
@@ -76,8 +76,8 @@ std::vector<int32_t> eos_ids(const engine::Tokenizer& tok, const engine::ModelCo
 struct Server::Impl {
   ServerOptions opt;
   eval::LoadedModel lm;
-  engine::Tokenizer tok;
-  std::optional<engine::ChatTemplate> chat;
+  text::Tokenizer tok;
+  std::optional<text::ChatTemplate> chat;
   std::string no_chat_reason;
   std::string name;
   int64_t context = 0, max_tokens_limit = 0, created = 0;
@@ -102,9 +102,9 @@ struct Server::Impl {
 };
 
 Server::Impl::Impl(const fs::path& dir, ServerOptions o)
-    : opt(std::move(o)), lm(eval::load_for_eval(dir, load_options(opt), opt.runtime)), tok(engine::Tokenizer::load(dir)) {
+    : opt(std::move(o)), lm(eval::load_for_eval(dir, load_options(opt), opt.runtime)), tok(text::Tokenizer::load(dir)) {
   try {
-    chat = engine::ChatTemplate::load(dir);
+    chat = text::ChatTemplate::load(dir);
   } catch (const Error& e) {
     no_chat_reason = e.what();
   }

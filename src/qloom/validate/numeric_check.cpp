@@ -8,7 +8,7 @@
 
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
-#include "qloom/engine/tokenizer.h"
+#include "qloom/text/tokenizer.h"
 #include "qloom/export/checkpoint_runtime.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
@@ -56,7 +56,7 @@ WindowResult engine_window(const io::ModelDir& source, const io::ModelDir& quant
   const int64_t vocab = src.model->config().vocab_size;
   std::vector<int32_t> ids;
   try {
-    ids = engine::Tokenizer::load(source.path()).encode(kWindowText, true);
+    ids = text::Tokenizer::load(source.path()).encode(kWindowText, true);
   } catch (const Error&) {
     for (int64_t i = 0; i < 64; ++i) ids.push_back(static_cast<int32_t>((1 + i * 7919) % vocab));
   }

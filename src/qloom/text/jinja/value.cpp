@@ -1,0 +1,274 @@
+#include "qloom/text/jinja/value.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace qloom::text::jinja {
+
+// ---- Dict ----
+
+const Value* Dict::find(const std::string& key) const {
+  for (const auto& [k, v] : items_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+Value* Dict::find(const std::string& key) {
+  for (auto& [k, v] : items_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+void Dict::set(const std::string& key, Value value) {
+  if (Value* v = find(key)) {
+    *v = std::move(value);
+    return;
+  }
+  items_.emplace_back(key, std::move(value));
+}
+
+bool Dict::erase(const std::string& key) {
+  for (auto it = items_.begin(); it != items_.end(); ++it) {
+    if (it->first == key) {
+      items_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+const Value* CallArgs::get(size_t i, const std::string& name) const {
+  if (i < args.size()) return &args[i];
+  for (const auto& [k, v] : kwargs)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// ---- construction ----
+
+Value Value::undefined(std::string name) {
+  Value v;
+  v.s_ = std::move(name);
+  return v;
+}
+
+Value Value::none() {
+  Value v;
+  v.kind_ = Kind::kNone;
+  return v;
+}
+
+Value::Value(bool b) : kind_(Kind::kBool), b_(b), i_(b ? 1 : 0), d_(b ? 1 : 0) {}
+Value::Value(int64_t i) : kind_(Kind::kInt), b_(i != 0), i_(i), d_(static_cast<double>(i)) {}
+Value::Value(double d) : kind_(Kind::kFloat), b_(d != 0), d_(d) {}
+Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
+
+Value Value::list(List items, bool tuple) {
+  Value v;
+  v.kind_ = Kind::kList;
+  v.tuple_ = tuple;
+  v.list_ = std::make_shared<List>(std::move(items));
+  return v;
+}
+
+Value Value::dict(Dict d, bool namespace_object) {
+  Value v;
+  v.kind_ = Kind::kDict;
+  v.namespace_ = namespace_object;
+  v.dict_ = std::make_shared<Dict>(std::move(d));
+  return v;
+}
+
+Value Value::callable(std::string name, Function fn) {
+  Value v;
+  v.kind_ = Kind::kCallable;
+  v.s_ = std::move(name);
+  v.fn_ = std::make_shared<Function>(std::move(fn));
+  return v;
+}
+
+namespace {
+
+template <class Json>
+Value value_from_json(const Json& j) {
+  switch (j.type()) {
+    case nlohmann::detail::value_t::null: return Value::none();
+    case nlohmann::detail::value_t::boolean: return Value(j.template get<bool>());
+    case nlohmann::detail::value_t::number_integer: return Value(j.template get<int64_t>());
+    case nlohmann::detail::value_t::number_unsigned: return Value(static_cast<int64_t>(j.template get<uint64_t>()));
+    case nlohmann::detail::value_t::number_float: return Value(j.template get<double>());
+    case nlohmann::detail::value_t::string: return Value(j.template get<std::string>());
+    case nlohmann::detail::value_t::array: {
+      List items;
+      for (const auto& e : j) items.push_back(value_from_json(e));
+      return Value::list(std::move(items));
+    }
+    case nlohmann::detail::value_t::object: {
+      Dict d;
+      for (const auto& [k, e] : j.items()) d.set(k, value_from_json(e));
+      return Value::dict(std::move(d));
+    }
+    default: return Value::undefined();
+  }
+}
+
+}  // namespace
+
+Value Value::from_json(const nlohmann::json& j) { return value_from_json(j); }
+Value Value::from_json(const nlohmann::ordered_json& j) { return value_from_json(j); }
+
+// ---- conversions ----
+
+double Value::as_double() const { return kind_ == Kind::kFloat ? d_ : static_cast<double>(i_); }
+
+bool Value::truthy() const {
+  switch (kind_) {
+    case Kind::kUndefined:
+    case Kind::kNone: return false;
+    case Kind::kBool:
+    case Kind::kInt:
+    case Kind::kFloat: return b_;
+    case Kind::kString: return !s_.empty();
+    case Kind::kList: return !list_->empty();
+    case Kind::kDict: return dict_->size() != 0;
+    case Kind::kCallable: return true;
+  }
+  return false;
+}
+
+std::string Value::type_name() const {
+  switch (kind_) {
+    case Kind::kUndefined: return "Undefined";
+    case Kind::kNone: return "NoneType";
+    case Kind::kBool: return "bool";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kString: return "str";
+    case Kind::kList: return tuple_ ? "tuple" : "list";
+    case Kind::kDict: return namespace_ ? "Namespace" : "dict";
+    case Kind::kCallable: return "function";
+  }
+  return "object";
+}
+
+std::string format_float(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+  size_t e = sci.find('e');
+  int exp = std::stoi(sci.substr(e + 1));
+  std::string mant = sci.substr(0, e);
+  bool neg = mant[0] == '-';
+  if (neg) mant.erase(0, 1);
+  std::string digits;
+  for (char c : mant)
+    if (c != '.') digits += c;
+  std::string out = neg ? "-" : "";
+  if (exp < -4 || exp >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char eb[16];
+    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    return out + eb;
+  }
+  if (exp < 0) return out + "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+  size_t int_len = static_cast<size_t>(exp) + 1;
+  if (digits.size() <= int_len) return out + digits + std::string(int_len - digits.size(), '0') + ".0";
+  return out + digits.substr(0, int_len) + "." + digits.substr(int_len);
+}
+
+std::string repr_string(const std::string& s) {
+  bool has_single = s.find('\'') != std::string::npos;
+  bool has_double = s.find('"') != std::string::npos;
+  char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : s) {
+    if (c == quote || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + quote;
+}
+
+std::string Value::str() const {
+  switch (kind_) {
+    case Kind::kUndefined: return "";
+    case Kind::kString: return s_;
+    default: return repr();
+  }
+}
+
+std::string Value::repr() const {
+  switch (kind_) {
+    case Kind::kUndefined: return "";
+    case Kind::kNone: return "None";
+    case Kind::kBool: return b_ ? "True" : "False";
+    case Kind::kInt: return std::to_string(i_);
+    case Kind::kFloat: return format_float(d_);
+    case Kind::kString: return repr_string(s_);
+    case Kind::kList: {
+      std::string out = tuple_ ? "(" : "[";
+      for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
+      if (tuple_ && list_->size() == 1) out += ",";
+      return out + (tuple_ ? ")" : "]");
+    }
+    case Kind::kDict: {
+      std::string out = namespace_ ? "<Namespace {" : "{";
+      bool first = true;
+      for (const auto& [k, v] : dict_->items()) {
+        out += (first ? "" : ", ") + repr_string(k) + ": " + v.repr();
+        first = false;
+      }
+      return out + (namespace_ ? "}>" : "}");
+    }
+    case Kind::kCallable: return "<function " + s_ + ">";
+  }
+  return "";
+}
+
+bool Value::equals(const Value& o) const {
+  bool num_a = is_number() || is_bool(), num_b = o.is_number() || o.is_bool();
+  if (num_a && num_b) {
+    if (kind_ == Kind::kFloat || o.kind_ == Kind::kFloat) return as_double() == o.as_double();
+    return i_ == o.i_;
+  }
+  if (kind_ != o.kind_) return false;
+  switch (kind_) {
+    case Kind::kUndefined:
+    case Kind::kNone: return true;
+    case Kind::kString: return s_ == o.s_;
+    case Kind::kList: {
+      if (list_->size() != o.list_->size()) return false;
+      for (size_t i = 0; i < list_->size(); ++i)
+        if (!(*list_)[i].equals((*o.list_)[i])) return false;
+      return true;
+    }
+    case Kind::kDict: {
+      if (dict_->size() != o.dict_->size()) return false;
+      for (const auto& [k, v] : dict_->items()) {
+        const Value* w = o.dict_->find(k);
+        if (!w || !v.equals(*w)) return false;
+      }
+      return true;
+    }
+    case Kind::kCallable: return fn_ == o.fn_;
+    default: return false;
+  }
+}
+
+}  // namespace qloom::text::jinja

@@ -1,0 +1,216 @@
+// Tokenizer: load / encode / decode over either a parsed tokenizer.json
+// pipeline or a SentencePiece tokenizer.model.
+//
+// From tokenizer_config.json (when the model directory has one) load() takes:
+//  - bos_token / eos_token (a string or {"content": ...}): bos_id() / eos_id();
+//  - add_bos_token / add_eos_token: only when tokenizer.json has no
+//    post_processor (ids are then put around the sequence on encode with
+//    add_special_tokens), and for tokenizer.model (defaults true / false, as
+//    transformers' LlamaTokenizer).
+// Without bos_token/eos_token there, bos_id()/eos_id() fall back to the first
+// special token of the post-processor template, then to well-known names.
+#include "qloom/text/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <unordered_map>
+
+#include "qloom/core/error.h"
+#include "qloom/io/text_file.h"
+#include "qloom/text/sentencepiece_model.h"
+#include "qloom/text/tokenizer_pipeline.h"
+#include "qloom/text/unicode.h"
+
+namespace qloom::text {
+
+namespace fs = std::filesystem;
+
+struct Tokenizer::Impl {
+  std::optional<TokenizerPipeline> pipe;    // tokenizer.json
+  std::unique_ptr<SentencePieceModel> sp;   // or tokenizer.model
+  std::vector<int32_t> sp_prefix, sp_suffix;  // SentencePiece add_bos / add_eos
+  std::optional<int32_t> bos, eos;
+};
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+namespace {
+
+std::optional<int32_t> first_known(const Tokenizer& t, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (auto id = t.token_to_id(n)) return id;
+  }
+  return std::nullopt;
+}
+
+// bos_token / eos_token of tokenizer_config.json: "text" or {"content": "text"}.
+std::optional<std::string> config_token(const nlohmann::json& cfg, const char* key,
+                                        const std::string& file) {
+  auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  throw_invalid(file, key, "expected a string or an object with \"content\"");
+}
+
+bool config_flag(const nlohmann::json& cfg, const char* key, bool dflt, const std::string& file) {
+  auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return dflt;
+  if (!it->is_boolean()) throw_invalid(file, key, "expected true or false");
+  return it->get<bool>();
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& source) {
+  auto impl = std::make_unique<Impl>();
+  impl->pipe = parse_tokenizer_json(json_text, source);
+  Tokenizer t(std::move(impl));
+  const PostProcessor& post = t.impl_->pipe->post;
+  t.impl_->bos = !post.prefix.empty() ? std::optional<int32_t>(post.prefix.front())
+                                      : first_known(t, {"<s>", "<|begin_of_text|>", "<bos>"});
+  t.impl_->eos = first_known(t, {"</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>"});
+  return t;
+}
+
+Tokenizer Tokenizer::load(const fs::path& dir) {
+  const fs::path json_file = dir / "tokenizer.json";
+  const fs::path sp_file = dir / "tokenizer.model";
+  const fs::path cfg_file = dir / "tokenizer_config.json";
+  std::error_code ec;
+  nlohmann::json cfg = nlohmann::json::object();
+  if (fs::is_regular_file(cfg_file, ec)) {
+    try {
+      cfg = nlohmann::json::parse(io::read_text_file(cfg_file));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw_invalid(cfg_file.string(), "", std::string("not valid JSON: ") + e.what());
+    }
+    if (!cfg.is_object()) throw_invalid(cfg_file.string(), "", "expected a JSON object");
+  }
+  const std::string cfg_name = cfg_file.string();
+  const auto bos_name = config_token(cfg, "bos_token", cfg_name);
+  const auto eos_name = config_token(cfg, "eos_token", cfg_name);
+
+  if (fs::is_regular_file(json_file, ec)) {
+    Tokenizer t = from_json(io::read_text_file(json_file), json_file.string());
+    Impl& im = *t.impl_;
+    if (bos_name) im.bos = t.token_to_id(*bos_name);
+    if (eos_name) im.eos = t.token_to_id(*eos_name);
+    if (!im.pipe->post.present) {
+      if (config_flag(cfg, "add_bos_token", false, cfg_name) && im.bos) im.pipe->post.prefix = {*im.bos};
+      if (config_flag(cfg, "add_eos_token", false, cfg_name) && im.eos) im.pipe->post.suffix = {*im.eos};
+    }
+    return t;
+  }
+  if (fs::is_regular_file(sp_file, ec)) {
+    auto impl = std::make_unique<Impl>();
+    impl->sp = std::make_unique<SentencePieceModel>(sp_file);
+    impl->bos = bos_name ? impl->sp->piece_to_id(*bos_name) : impl->sp->bos_id();
+    impl->eos = eos_name ? impl->sp->piece_to_id(*eos_name) : impl->sp->eos_id();
+    if (config_flag(cfg, "add_bos_token", true, cfg_name) && impl->bos) impl->sp_prefix = {*impl->bos};
+    if (config_flag(cfg, "add_eos_token", false, cfg_name) && impl->eos) impl->sp_suffix = {*impl->eos};
+    return Tokenizer(std::move(impl));
+  }
+  throw_not_found(dir.string(), "tokenizer.json",
+                  "the model directory has neither tokenizer.json nor tokenizer.model",
+                  "copy the tokenizer files (tokenizer.json or tokenizer.model) of the model into it");
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  // HF takes Rust strings: invalid UTF-8 is repaired first (U+FFFD).
+  std::string repaired;
+  if (!is_valid_utf8(text)) {
+    repaired = lossy_utf8(text);
+    text = repaired;
+  }
+  std::vector<int32_t> ids;
+  if (impl_->sp) {
+    ids = impl_->sp->encode(text);
+    if (add_special_tokens) {
+      ids.insert(ids.begin(), impl_->sp_prefix.begin(), impl_->sp_prefix.end());
+      ids.insert(ids.end(), impl_->sp_suffix.begin(), impl_->sp_suffix.end());
+    }
+    return ids;
+  }
+  const TokenizerPipeline& p = *impl_->pipe;
+  std::vector<Piece> pieces = p.added.extract_and_normalize(text, p.normalizer.get());
+  if (p.pre_tokenizer) p.pre_tokenizer->apply(pieces);
+  ids.reserve(text.size() / 3 + 8);
+  // Words repeat a lot in running text: cache their ids for this call.
+  std::unordered_map<std::string, std::vector<int32_t>> cache;
+  for (const Piece& piece : pieces) {
+    if (piece.token >= 0) {
+      ids.push_back(piece.token);
+      continue;
+    }
+    auto it = cache.find(piece.text);
+    if (it == cache.end()) {
+      std::vector<int32_t> word;
+      p.model->tokenize(piece.text, word);
+      it = cache.emplace(piece.text, std::move(word)).first;
+    }
+    ids.insert(ids.end(), it->second.begin(), it->second.end());
+  }
+  if (add_special_tokens) p.post.apply(ids);
+  return ids;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  if (impl_->sp) return impl_->sp->decode(std::vector<int32_t>(ids.begin(), ids.end()), skip_special_tokens);
+  const TokenizerPipeline& p = *impl_->pipe;
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    const AddedToken* added = p.added.find_id(id);
+    const std::string* tok = added ? &added->content : p.model->id_to_token(id);
+    if (!tok) continue;  // unknown ids are dropped, as HF
+    if (skip_special_tokens) {
+      const AddedToken* a = added ? added : p.added.find_content(*tok);
+      if (a && a->special) continue;
+    }
+    tokens.push_back(*tok);
+  }
+  if (!p.decoder) {
+    std::string out;
+    for (size_t k = 0; k < tokens.size(); ++k) {
+      if (k) out += ' ';
+      out += tokens[k];
+    }
+    return out;
+  }
+  p.decoder->decode_chain(tokens);
+  std::string out;
+  for (const auto& t : tokens) out += t;
+  return out;
+}
+
+int64_t Tokenizer::vocab_size() const {
+  if (impl_->sp) return impl_->sp->vocab_size();
+  const TokenizerPipeline& p = *impl_->pipe;
+  int64_t n = p.model->vocab_size();
+  for (const AddedToken& t : p.added.tokens()) n += !p.model->token_to_id(t.content).has_value();
+  return n;
+}
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (impl_->sp) return impl_->sp->piece_to_id(token);
+  return impl_->pipe->token_to_id(token);
+}
+
+std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
+  if (impl_->sp) return impl_->sp->id_to_piece(id);
+  const TokenizerPipeline& p = *impl_->pipe;
+  if (const AddedToken* t = p.added.find_id(id)) return t->content;
+  if (const std::string* s = p.model->id_to_token(id)) return *s;
+  return std::nullopt;
+}
+
+std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
+std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos; }
+
+}  // namespace qloom::text

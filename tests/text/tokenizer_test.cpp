@@ -1,0 +1,283 @@
+// Tokenizer against goldens written by scripts/goldens/tokenizer_goldens.py
+// with HuggingFace tokenizers 0.22.1 (and the sentencepiece package for the
+// tokenizer.model path): every case encodes and decodes exactly as there.
+#include "qloom/text/tokenizer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <openssl/sha.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/expect_error.h"
+#include "support/temp_dir.h"
+
+namespace qloom::text {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kData = fs::path(QLOOM_TEST_DATA_DIR) / "tokenizers";
+const fs::path kDemo = QLOOM_DEMO_MODEL_DIR;
+
+std::string escape(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string show(const std::vector<int32_t>& ids) {
+  std::ostringstream ss;
+  ss << "[";
+  for (size_t k = 0; k < ids.size(); ++k) ss << (k ? "," : "") << ids[k];
+  ss << "]";
+  return ss.str();
+}
+
+json read_json(const fs::path& p) {
+  const std::string text = test::read_file(p);
+  EXPECT_FALSE(text.empty()) << p;
+  return json::parse(text);
+}
+
+struct GoldenResult {
+  int cases = 0, passed = 0;
+  std::string first_mismatch;
+};
+
+// Compares one tokenizer against goldens.json: per case the four checks
+// (encode with/without special tokens, decode with/without skipping).
+GoldenResult check_goldens(const Tokenizer& tok, const fs::path& goldens) {
+  GoldenResult r;
+  for (const json& c : read_json(goldens)) {
+    ++r.cases;
+    std::string why;
+    std::vector<int32_t> ids;
+    if (c.contains("text")) {
+      const auto text = c["text"].get<std::string>();
+      ids = c["ids"].get<std::vector<int32_t>>();
+      const auto plain = c["ids_plain"].get<std::vector<int32_t>>();
+      const auto got = tok.encode(text, true);
+      const auto got_plain = tok.encode(text, false);
+      if (got != ids) {
+        why = "encode(\"" + escape(text) + "\", true) = " + show(got) + ", expected " + show(ids);
+      } else if (got_plain != plain) {
+        why = "encode(\"" + escape(text) + "\", false) = " + show(got_plain) + ", expected " + show(plain);
+      }
+    } else {
+      ids = c["decode_ids"].get<std::vector<int32_t>>();
+    }
+    if (why.empty()) {
+      const auto dec = tok.decode(ids, false), dec_skip = tok.decode(ids, true);
+      const auto want = c["decoded"].get<std::string>(), want_skip = c["decoded_skip"].get<std::string>();
+      if (dec != want) {
+        why = "decode(" + show(ids) + ", false) = \"" + escape(dec) + "\", expected \"" + escape(want) + "\"";
+      } else if (dec_skip != want_skip) {
+        why = "decode(" + show(ids) + ", true) = \"" + escape(dec_skip) + "\", expected \"" +
+              escape(want_skip) + "\"";
+      }
+    }
+    if (why.empty()) {
+      ++r.passed;
+    } else if (r.first_mismatch.empty()) {
+      r.first_mismatch = why;
+    }
+  }
+  return r;
+}
+
+class TokenizerGoldens : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TokenizerGoldens, MatchesHuggingFace) {
+  const fs::path dir = kData / GetParam();
+  const Tokenizer tok = Tokenizer::load(dir);
+  const GoldenResult r = check_goldens(tok, dir / "goldens.json");
+  std::printf("[ goldens  ] %s: %d/%d cases match\n", GetParam(), r.passed, r.cases);
+  EXPECT_GT(r.cases, 200);
+  EXPECT_EQ(r.passed, r.cases) << "first mismatch: " << r.first_mismatch;
+}
+
+const auto kStyles = ::testing::Values("stories260k", "gpt2", "llama3", "qwen2", "smollm2", "metaspace");
+std::string style_name(const ::testing::TestParamInfo<const char*>& info) { return info.param; }
+
+INSTANTIATE_TEST_SUITE_P(TokenizerStyles, TokenizerGoldens, kStyles, style_name);
+
+// Small tokenizers exercising the components the real styles lack (every
+// Split behavior, invert, Digits, Whitespace, more normalizers, Metaspace
+// split, Roberta/Bert processing, subword prefix/suffix with unk).
+TEST(TokenizerVariants, MatchHuggingFace) {
+  int dirs = 0;
+  for (const auto& entry : fs::directory_iterator(kData / "variants")) {
+    const Tokenizer tok = Tokenizer::load(entry.path());
+    const GoldenResult r = check_goldens(tok, entry.path() / "goldens.json");
+    std::printf("[ goldens  ] variants/%s: %d/%d cases match\n", entry.path().filename().c_str(),
+                r.passed, r.cases);
+    EXPECT_EQ(r.passed, r.cases) << entry.path().filename() << ": first mismatch: " << r.first_mismatch;
+    ++dirs;
+  }
+  EXPECT_GE(dirs, 14);
+}
+
+// The whole of wikitext-2 wiki.test.raw encoded at once: count and SHA-256 of
+// the ids as HF gives them (skipped where the data set is absent).
+class TokenizerWikitext : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TokenizerWikitext, WholeTestFileMatches) {
+  const char* env = std::getenv("QLOOM_WIKITEXT_DIR");
+  const fs::path file = fs::path(env ? env : "/work/shared/data/wikitext-2-raw") / "wiki.test.raw";
+  if (!fs::exists(file)) GTEST_SKIP() << file << " not present";
+  const fs::path dir = kData / GetParam();
+  const json want = read_json(dir / "wikitext.json");
+  const Tokenizer tok = Tokenizer::load(dir);
+  const std::string text = test::read_file(file);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ids = tok.encode(text, false);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ wikitext ] %s: %zu ids in %.3f s (%.1f MB/s)\n", GetParam(), ids.size(), s,
+              static_cast<double>(text.size()) / 1e6 / s);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  std::vector<unsigned char> bytes;
+  for (int32_t id : ids) {
+    for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<unsigned char>(static_cast<uint32_t>(id) >> (8 * k)));
+  }
+  SHA256(bytes.data(), bytes.size(), digest);
+  std::string hex;
+  for (unsigned char b : digest) {
+    char buf[3];
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    hex += buf;
+  }
+  EXPECT_EQ(ids.size(), want["count"].get<size_t>());
+  EXPECT_EQ(hex, want["sha256"].get<std::string>());
+}
+
+INSTANTIATE_TEST_SUITE_P(TokenizerStyles, TokenizerWikitext, kStyles, style_name);
+
+TEST(TokenizerSentencePiece, DemoModelMatchesSentencePiecePackage) {
+  test::TempDir dir("tok-spm");
+  dir.write("tokenizer.model", test::read_file(kDemo / "tokenizer.model"));
+  dir.write("tokenizer_config.json", test::read_file(kDemo / "tokenizer_config.json"));
+  const Tokenizer tok = Tokenizer::load(dir.path());
+  const GoldenResult r = check_goldens(tok, kData / "stories260k_spm" / "goldens.json");
+  std::printf("[ goldens  ] stories260k tokenizer.model: %d/%d cases match\n", r.passed, r.cases);
+  EXPECT_EQ(r.passed, r.cases) << "first mismatch: " << r.first_mismatch;
+  EXPECT_EQ(tok.bos_id(), 1);
+  EXPECT_EQ(tok.eos_id(), 2);
+  EXPECT_EQ(tok.vocab_size(), 512);
+}
+
+TEST(TokenizerDemo, LoadMatchesItsTokenizerJson) {
+  const Tokenizer loaded = Tokenizer::load(kDemo);
+  const Tokenizer from_json = Tokenizer::from_json(test::read_file(kDemo / "tokenizer.json"));
+  for (const json& c : read_json(kData / "stories260k" / "goldens.json")) {
+    if (!c.contains("text")) continue;
+    const auto text = c["text"].get<std::string>();
+    ASSERT_EQ(loaded.encode(text), from_json.encode(text)) << escape(text);
+    ASSERT_EQ(loaded.encode(text), c["ids"].get<std::vector<int32_t>>()) << escape(text);
+  }
+  EXPECT_EQ(loaded.bos_id(), 1);
+  EXPECT_EQ(loaded.eos_id(), 2);
+  EXPECT_EQ(loaded.vocab_size(), 512);
+  EXPECT_EQ(loaded.token_to_id("<s>"), 1);
+  EXPECT_EQ(loaded.id_to_token(2), "</s>");
+  EXPECT_EQ(loaded.id_to_token(100000), std::nullopt);
+}
+
+TEST(TokenizerApi, VocabAndSpecialIds) {
+  const Tokenizer gpt2 = Tokenizer::load(kData / "gpt2");
+  EXPECT_EQ(gpt2.vocab_size(), 50257);
+  EXPECT_EQ(gpt2.eos_id(), 50256);
+  EXPECT_EQ(gpt2.token_to_id("<|endoftext|>"), 50256);
+  EXPECT_EQ(gpt2.id_to_token(50256), "<|endoftext|>");
+  EXPECT_EQ(gpt2.token_to_id("no such token"), std::nullopt);
+  const Tokenizer llama3 = Tokenizer::load(kData / "llama3");
+  EXPECT_EQ(llama3.bos_id(), llama3.token_to_id("<|begin_of_text|>"));
+  EXPECT_EQ(llama3.eos_id(), llama3.token_to_id("<|end_of_text|>"));
+}
+
+TEST(TokenizerApi, AddBosFromConfigWhenNoPostProcessor) {
+  json j = json::parse(test::read_file(kDemo / "tokenizer.json"));
+  j["post_processor"] = nullptr;
+  test::TempDir dir("tok-cfg");
+  dir.write("tokenizer.json", j.dump());
+  dir.write("tokenizer_config.json", R"({"add_bos_token": true, "add_eos_token": true,
+      "bos_token": "<s>", "eos_token": {"content": "</s>"}})");
+  const Tokenizer tok = Tokenizer::load(dir.path());
+  const auto plain = tok.encode("hello", false);
+  auto want = plain;
+  want.insert(want.begin(), 1);
+  want.push_back(2);
+  EXPECT_EQ(tok.encode("hello", true), want);
+}
+
+TEST(TokenizerErrors, MissingFilesNameBoth) {
+  test::TempDir dir("tok-missing");
+  const Error e = test::catch_error([&] { Tokenizer::load(dir.path()); });
+  EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  EXPECT_NE(e.message().find("tokenizer.json"), std::string::npos);
+  EXPECT_NE(e.message().find("tokenizer.model"), std::string::npos);
+}
+
+TEST(TokenizerErrors, MalformedJson) {
+  test::TempDir dir("tok-bad");
+  dir.write("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": ");
+  const Error e = test::catch_error([&] { Tokenizer::load(dir.path()); });
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(e.file().find("tokenizer.json"), std::string::npos);
+  const Error e2 = test::catch_error([] { Tokenizer::from_json(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})"); });
+  EXPECT_EQ(e2.kind(), ErrorKind::kInvalidInput);
+  EXPECT_EQ(e2.item(), "model.merges[0]");
+}
+
+TEST(TokenizerErrors, UnknownComponentTypes) {
+  json j = json::parse(test::read_file(kDemo / "tokenizer.json"));
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Punctuation"}}}}};
+  Error e = test::catch_error([&] { Tokenizer::from_json(j.dump(), "x/tokenizer.json"); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_EQ(e.file(), "x/tokenizer.json");
+  EXPECT_EQ(e.item(), "pre_tokenizer.pretokenizers[0].type");
+  EXPECT_NE(e.message().find("Punctuation"), std::string::npos);
+
+  j = json::parse(test::read_file(kDemo / "tokenizer.json"));
+  j["model"]["type"] = "Unigram";
+  e = test::catch_error([&] { Tokenizer::from_json(j.dump()); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_EQ(e.item(), "model.type");
+
+  j = json::parse(test::read_file(kDemo / "tokenizer.json"));
+  j["normalizer"] = {{"type", "BertNormalizer"}};
+  e = test::catch_error([&] { Tokenizer::from_json(j.dump()); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_EQ(e.item(), "normalizer.type");
+}
+
+TEST(TokenizerEncode, InvalidUtf8IsRepairedFirst) {
+  const Tokenizer tok = Tokenizer::load(kData / "gpt2");
+  EXPECT_EQ(tok.encode("a\xFF" "b", false), tok.encode("a\xEF\xBF\xBD" "b", false));
+}
+
+}  // namespace
+}  // namespace qloom::text
