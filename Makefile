@@ -3,7 +3,8 @@
 #
 #   make demo      set up, build only the CLI (qloom_cli + libqloom), run
 #                  `qloom run "<prompt>"` on the bundled tiny model
-#   make test      set up, build, run the whole suite (CTest) + a short fuzz run
+#   make test      set up, build, run the suite (CTest, all but the `full` label) + a short fuzz run
+#   make test-full set up, build, run every test, the `full` sweeps included
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
 #   make fuzz      libFuzzer on the safetensors and GGUF header parsers (FUZZ_SECONDS=300 each)
@@ -16,7 +17,7 @@ DEMO_MODEL  ?= models/stories260K-hf-bf16
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 
-.PHONY: all setup setup-demo build build-demo demo test bench fuzz fuzz-build fuzz-smoke sanitize interop clean install
+.PHONY: all setup setup-demo build build-demo demo test test-full bench fuzz fuzz-build fuzz-smoke sanitize interop clean install
 
 all: build
 
@@ -52,6 +53,12 @@ demo: build-demo
 
 # The short fuzz run goes first so that CTest's summary closes the output.
 test: build
+	@$(MAKE) --no-print-directory fuzz-smoke
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE full
+
+# Every test: the `full` label holds the sweeps that add coverage but no new
+# code path (every algorithm x scheme, long calibrations, full-size variants).
+test-full: build
 	@$(MAKE) --no-print-directory fuzz-smoke
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -26,8 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QuantizeOptions gptq_options(const fs::path& out) {
-  QuantizeOptions o;
+job::QuantizeOptions gptq_options(const fs::path& out) {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = "int4_wo_64";
@@ -52,8 +52,8 @@ std::vector<std::byte> bytes_of(const fs::path& dir, const std::string& tensor) 
 
 TEST(AlgoConfigFile, Sha256OfKnownVectors) {
   // FIPS 180-2 test vectors.
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(job::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(job::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(AlgoConfigFile, GptqFileChangesTheCodesAndIsRecorded) {
@@ -62,15 +62,15 @@ TEST(AlgoConfigFile, GptqFileChangesTheCodesAndIsRecorded) {
                                "block_size": 32, "true_sequential": false})";
   const fs::path cfg = tmp.write("gptq config.json", text);
 
-  (void)quantize_model(gptq_options(tmp / "default"));
-  QuantizeOptions o = gptq_options(tmp / "file");
+  (void)job::quantize_model(gptq_options(tmp / "default"));
+  job::QuantizeOptions o = gptq_options(tmp / "file");
   o.algo_config_files = {{"gptq", cfg.string()}};
-  const QuantizeSummary s = quantize_model(o);
+  const job::QuantizeSummary s = job::quantize_model(o);
 
   ASSERT_EQ(s.algo_config_files.size(), 1u);
   EXPECT_EQ(s.algo_config_files[0].algo, "gptq");
   EXPECT_EQ(s.algo_config_files[0].path, cfg.string());
-  EXPECT_EQ(s.algo_config_files[0].sha256, sha256_hex(text));
+  EXPECT_EQ(s.algo_config_files[0].sha256, job::sha256_hex(text));
 
   const nlohmann::json a = algo_config(tmp / "file");
   ASSERT_TRUE(a.is_array());
@@ -87,9 +87,9 @@ TEST(AlgoConfigFile, GptqFileChangesTheCodesAndIsRecorded) {
 
 TEST(AlgoConfigFile, UnsetKeysKeepQuarksDefaults) {
   test::TempDir tmp("algo-file-defaults");
-  QuantizeOptions o = gptq_options(tmp / "q");
+  job::QuantizeOptions o = gptq_options(tmp / "q");
   o.algo_config_files = {{"gptq", tmp.write("g.json", R"({"damp_percent": 0.05})").string()}};
-  (void)quantize_model(o);
+  (void)job::quantize_model(o);
   const nlohmann::json a = algo_config(tmp / "q")[0];
   EXPECT_EQ(a["name"], "gptq");
   EXPECT_EQ(a["damp_percent"], 0.05);
@@ -99,10 +99,10 @@ TEST(AlgoConfigFile, UnsetKeysKeepQuarksDefaults) {
 
 TEST(AlgoConfigFile, BadFilesAreErrorsNamingTheFileAndKey) {
   test::TempDir tmp("algo-file-bad");
-  QuantizeOptions o = gptq_options(tmp / "q");
+  job::QuantizeOptions o = gptq_options(tmp / "q");
   auto fails = [&](const std::string& algo, const fs::path& file) {
     o.algo_config_files = {{algo, file.string()}};
-    const Error e = test::catch_error([&] { quantize_model(o); });
+    const Error e = test::catch_error([&] { job::quantize_model(o); });
     EXPECT_FALSE(fs::exists(o.output_dir));
     return e;
   };
@@ -144,7 +144,7 @@ TEST(AlgoConfigFile, BadFilesAreErrorsNamingTheFileAndKey) {
   // Two files for one algorithm.
   const fs::path good = tmp.write("good.json", R"({"name": "gptq"})");
   o.algo_config_files = {{"gptq", good.string()}, {"gptq", good.string()}};
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).kind(), ErrorKind::kUsage);
   EXPECT_FALSE(fs::exists(o.output_dir));
 }
 
@@ -152,11 +152,11 @@ TEST(AlgoConfigFile, BadFilesAreErrorsNamingTheFileAndKey) {
 TEST(AlgoConfigFile, SmoothQuantFileFromTheCommandLine) {
   test::TempDir tmp("algo-file-sq");
   const fs::path cfg = tmp.write("sq.json", R"({"name": "smooth", "alpha": 0.25})");
-  QuantizeCommand c = parse_quantize_args({"--model_dir", QLOOM_DEMO_MODEL_DIR, "--output_dir", (tmp / "q").string(),
+  job::QuantizeCommand c = job::parse_quantize_args({"--model_dir", QLOOM_DEMO_MODEL_DIR, "--output_dir", (tmp / "q").string(),
                                            "--quant_scheme", "int8", "--quant_algo", "smoothquant",
                                            "--quant_algo_config_file", "smoothquant", cfg.string(),
                                            "--num_calib_data", "4", "--seq_len", "32"});
-  (void)quantize_model(c.options);
+  (void)job::quantize_model(c.options);
   EXPECT_EQ(algo_config(tmp / "q")[0]["alpha"], 0.25);
 }
 

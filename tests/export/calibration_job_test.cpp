@@ -70,8 +70,8 @@ Observed observe(const quant::CalibrationData& data) {
 }
 
 // fp8 weights and inputs with an fp8 KV cache, 6 calibration samples of 48 tokens.
-QuantizeOptions fp8_kv_options(const fs::path& out) {
-  QuantizeOptions o;
+job::QuantizeOptions fp8_kv_options(const fs::path& out) {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = "fp8";
@@ -90,8 +90,8 @@ Observed observe_fp8_kv_samples() {
 
 TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
   test::TempDir tmp;
-  const QuantizeOptions o = fp8_kv_options(tmp.path() / "q");
-  const QuantizeSummary s = quantize_model(o);
+  const job::QuantizeOptions o = fp8_kv_options(tmp.path() / "q");
+  const job::QuantizeSummary s = job::quantize_model(o);
   ASSERT_TRUE(s.calibrated);
   EXPECT_EQ(s.calib_samples, 6u);
   EXPECT_GT(s.calib_tokens, 6u * 10u);
@@ -127,9 +127,9 @@ TEST(CalibrationJob, Fp8WithFp8KvCacheScalesAreQuarkMinMaxOfObservedAmax) {
 // k/v maximum with the cache quantizers' scales); the config says so.
 TEST(CalibrationJob, PostRopeKvScalesAreObservedOnTheRotatedKeys) {
   test::TempDir tmp;
-  QuantizeOptions o = fp8_kv_options(tmp.path() / "q");
+  job::QuantizeOptions o = fp8_kv_options(tmp.path() / "q");
   o.kv_cache_post_rope = true;
-  (void)quantize_model(o);
+  (void)job::quantize_model(o);
   const Observed obs = observe_fp8_kv_samples();
   const auto w = io::WeightIndex::open(o.output_dir);
   const quant::QuantSpec kv_spec = quant::kv_cache_spec("fp8");
@@ -151,12 +151,12 @@ TEST(CalibrationJob, PostRopeKvScalesAreObservedOnTheRotatedKeys) {
   EXPECT_EQ(cfg["quantization_config"]["kv_cache_post_rope"], true);
   o.kv_cache_dtype.clear();  // post-RoPE without a KV cache is a usage error
   o.output_dir = tmp.path() / "q2";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--kv_cache_post_rope");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).item(), "--kv_cache_post_rope");
   // phi3 fuses k and v into qkv_proj, whose one scale covers the values too.
   o = fp8_kv_options(tmp.path() / "q3");
   o.model_dir = fs::path(QLOOM_TEST_DATA_DIR) / "engine" / "phi3";
   o.kv_cache_post_rope = true;
-  const Error e = test::catch_error([&] { quantize_model(o); });
+  const Error e = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(e.item(), "model.layers.0.self_attn.qkv_proj");
   EXPECT_FALSE(fs::exists(o.output_dir));
@@ -164,13 +164,13 @@ TEST(CalibrationJob, PostRopeKvScalesAreObservedOnTheRotatedKeys) {
 
 TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {
   test::TempDir tmp;
-  QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = tmp.path() / "q";
   o.quant_scheme = "int8";
   o.num_calib_data = 2;
   o.seq_len = 32;
-  const QuantizeSummary s = quantize_model(o);
+  const job::QuantizeSummary s = job::quantize_model(o);
   EXPECT_EQ(s.static_scales, 5u * 7u);
   const auto w = io::WeightIndex::open(o.output_dir);
   const io::TensorInfo* t = w.find("model.layers.0.mlp.down_proj.input_scale");
@@ -179,7 +179,7 @@ TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {
 
   o.output_dir = tmp.path() / "r";
   o.dataset = (tmp.path() / "nope.jsonl").string();
-  const Error e = test::catch_error([&] { quantize_model(o); });
+  const Error e = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   EXPECT_NE(std::string(e.what()).find("nope.jsonl"), std::string::npos) << e.what();
   EXPECT_FALSE(fs::exists(o.output_dir));
@@ -187,7 +187,7 @@ TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {
   // A Quark data set name with no local copy: an error naming where it was looked for.
   o.dataset = "pileval";
   ::setenv("QLOOM_DATA_DIR", tmp.path().c_str(), 1);
-  const Error p = test::catch_error([&] { quantize_model(o); });
+  const Error p = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_EQ(p.kind(), ErrorKind::kNotFound);
   EXPECT_NE(p.file().find("calibration/pileval.jsonl"), std::string::npos) << p.what();
   EXPECT_FALSE(fs::exists(o.output_dir));
@@ -195,7 +195,7 @@ TEST(CalibrationJob, Int8InputScalesAndMissingDatasetError) {
   fs::create_directories(tmp.path() / "calibration");
   std::ofstream(tmp.path() / "calibration" / "pileval.jsonl")
       << "{\"text\": \"Once upon a time there was a little dog.\"}\n{\"text\": \"The sun was hot.\"}\n";
-  const QuantizeSummary q = quantize_model(o);
+  const job::QuantizeSummary q = job::quantize_model(o);
   ::unsetenv("QLOOM_DATA_DIR");
   EXPECT_EQ(q.calib_samples, 2u);
   EXPECT_NE(q.calib_source.find("pileval.jsonl"), std::string::npos);

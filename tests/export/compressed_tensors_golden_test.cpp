@@ -44,7 +44,7 @@ TEST_P(CtGolden, FilesAndDecompressedWeightsMatchTheGolden) {
   for (const auto& e : fs::directory_iterator(tmp / "ct")) {
     const std::string f = e.path().filename().string();
     ASSERT_TRUE(g["files"].contains(f)) << f << " is not in the golden";
-    EXPECT_EQ(sha256_hex(test::read_file(e.path())), g["files"][f].get<std::string>()) << f;
+    EXPECT_EQ(job::sha256_hex(test::read_file(e.path())), g["files"][f].get<std::string>()) << f;
     ++files;
   }
   EXPECT_EQ(files, g["files"].size());
@@ -55,7 +55,7 @@ TEST_P(CtGolden, FilesAndDecompressedWeightsMatchTheGolden) {
     const std::string name = module + ".weight";
     ASSERT_TRUE(g["decompressed"].contains(name)) << name;
     const std::string bytes(reinterpret_cast<const char*>(deq.data()), deq.size() * sizeof(float));
-    EXPECT_EQ(sha256_hex(bytes), g["decompressed"][name].get<std::string>()) << name;
+    EXPECT_EQ(job::sha256_hex(bytes), g["decompressed"][name].get<std::string>()) << name;
   }
 }
 

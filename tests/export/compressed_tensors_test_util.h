@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 // cannot hold kept in bf16, small calibration); extra: "--kv_cache_dtype X",
 // "--layer_quant_scheme PATTERN SCHEME".
 inline void quantize_demo(const std::string& scheme, const fs::path& out, const std::vector<std::string>& extra = {}) {
-  QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -44,7 +44,7 @@ inline void quantize_demo(const std::string& scheme, const fs::path& out, const 
       i += 2;
     } else ADD_FAILURE() << "unknown flag " << extra[i];
   }
-  quantize_model(o);
+  job::quantize_model(o);
 }
 
 // An integer tensor's values (I8 / I32 / I64).

@@ -160,7 +160,7 @@ TEST(Fp4BlockTensors, DemoModelQuantizesValidatesAndRuns) {
   for (const char* scheme : {"nvfp4", "amdfp4"}) {
     SCOPED_TRACE(scheme);
     test::TempDir tmp;
-    QuantizeOptions o;
+    job::QuantizeOptions o;
     o.model_dir = QLOOM_DEMO_MODEL_DIR;
     o.output_dir = tmp.path() / "q";
     o.quant_scheme = scheme;
@@ -168,7 +168,7 @@ TEST(Fp4BlockTensors, DemoModelQuantizesValidatesAndRuns) {
     o.num_calib_data = 2;
     o.seq_len = 32;
     o.threads = 2;
-    quantize_model(o);
+    job::quantize_model(o);
     const auto idx = io::WeightIndex::open(o.output_dir);
     const std::string q = "model.layers.0.self_attn.q_proj";
     EXPECT_NE(idx.find(q + ".weight_scale"), nullptr);

@@ -44,13 +44,13 @@ const fs::path& quantized(const std::string& scheme) {
   static test::TempDir tmp("gguf-export");
   static std::map<std::string, fs::path> done;
   if (!done.count(scheme)) {
-    QuantizeOptions o;
+    job::QuantizeOptions o;
     o.model_dir = QLOOM_DEMO_MODEL_DIR;
     o.output_dir = tmp.path() / scheme;
     o.quant_scheme = scheme;
     o.exclude_unsupported = true;  // int4 gate/up: out 172; down: in 172
     o.threads = 1;
-    quantize_model(o);
+    job::quantize_model(o);
     done[scheme] = o.output_dir;
   }
   return done[scheme];
@@ -255,11 +255,11 @@ TEST(GgufExport, KQuantRefitOnSuperBlockRows) {
                                     "--hidden_size", "256", "--intermediate_size", "512", "--num_hidden_layers", "1",
                                     "--num_attention_heads", "4", "--num_key_value_heads", "2", "--vocab_size", "512"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = src;
   o.output_dir = tmp / "q";
   o.quant_scheme = "int4_wo_32";
-  quantize_model(o);
+  job::quantize_model(o);
   GgufExportOptions opt;
   opt.refit_4bit = GgmlType::kQ4_K;
   opt.float_type = GgmlType::kQ6_K;

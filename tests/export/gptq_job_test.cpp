@@ -23,8 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QuantizeOptions gptq_options(const fs::path& out, const std::string& scheme) {
-  QuantizeOptions o;
+job::QuantizeOptions gptq_options(const fs::path& out, const std::string& scheme) {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -43,7 +43,7 @@ nlohmann::json read_config(const fs::path& dir) {
 
 TEST(GptqJob, WritesLayerByLayerWithQuarksAlgoConfig) {
   test::TempDir tmp;
-  const QuantizeSummary s = quantize_model(gptq_options(tmp.path() / "g", "int4_wo_64"));
+  const job::QuantizeSummary s = job::quantize_model(gptq_options(tmp.path() / "g", "int4_wo_64"));
   EXPECT_TRUE(s.calibrated);
   EXPECT_EQ(s.calib_samples, 8u);
   EXPECT_GT(s.algo_linears, 0u);
@@ -85,7 +85,7 @@ TEST(GptqJob, WritesLayerByLayerWithQuarksAlgoConfig) {
   // Same scheme by RTN: same tensors, different codes.
   auto rtn = gptq_options(tmp.path() / "r", "int4_wo_64");
   rtn.quant_algo.clear();
-  (void)quantize_model(rtn);
+  (void)job::quantize_model(rtn);
   const auto g = io::WeightIndex::open(tmp.path() / "g"), r = io::WeightIndex::open(tmp.path() / "r");
   EXPECT_EQ(g.tensor_names().size(), r.tensor_names().size());
   const std::string q = "model.layers.2.self_attn.q_proj.weight";
@@ -100,7 +100,7 @@ TEST(GptqJob, StaticActivationAndKvScalesFromTheSamePass) {
   auto o = gptq_options(tmp.path() / "g", "fp8");
   o.kv_cache_dtype = "fp8";
   o.exclude_unsupported = false;
-  const QuantizeSummary s = quantize_model(o);
+  const job::QuantizeSummary s = job::quantize_model(o);
   EXPECT_GT(s.static_scales, 0u);
   EXPECT_GT(s.algo_linears, 0u);
   const auto w = io::WeightIndex::open(tmp.path() / "g");
@@ -113,9 +113,9 @@ TEST(GptqJob, RefusesUnknownAndUnimplementedAlgorithms) {
   test::TempDir tmp;
   auto o = gptq_options(tmp.path() / "g", "int4_wo_64");
   o.quant_algo = "gptq,autoround";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUnsupported);
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).kind(), ErrorKind::kUnsupported);
   o.quant_algo = "gtpq";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).kind(), ErrorKind::kUsage);
   EXPECT_FALSE(fs::exists(tmp.path() / "g"));
 }
 

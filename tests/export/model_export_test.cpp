@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QuantizeOptions demo(const fs::path& out, std::vector<std::string> formats, std::string scheme = "int4_wo_32") {
-  QuantizeOptions o;
+job::QuantizeOptions demo(const fs::path& out, std::vector<std::string> formats, std::string scheme = "int4_wo_32") {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = std::move(scheme);
@@ -41,30 +41,30 @@ std::string quant_method(const fs::path& dir) {
 }
 
 TEST(ModelExport, ParsesFormatsAndRefusesOthers) {
-  EXPECT_EQ(parse_export_formats({"hf_format", "compressed_tensors", "gguf"}),
-            (std::vector<ExportFormat>{ExportFormat::kHfFormat, ExportFormat::kCompressedTensors, ExportFormat::kGguf}));
-  EXPECT_EQ(test::catch_error([] { parse_export_formats({"onnx"}); }).kind(), ErrorKind::kUnsupported);
-  EXPECT_EQ(test::catch_error([] { parse_export_formats({"gguf", "gguf"}); }).kind(), ErrorKind::kUsage);
-  EXPECT_EQ(test::catch_error([] { parse_export_formats({"safetensors"}); }).kind(), ErrorKind::kUsage);
-  EXPECT_EQ(test::catch_error([] { parse_export_formats({}); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(job::parse_export_formats({"hf_format", "compressed_tensors", "gguf"}),
+            (std::vector<job::ExportFormat>{job::ExportFormat::kHfFormat, job::ExportFormat::kCompressedTensors, job::ExportFormat::kGguf}));
+  EXPECT_EQ(test::catch_error([] { job::parse_export_formats({"onnx"}); }).kind(), ErrorKind::kUnsupported);
+  EXPECT_EQ(test::catch_error([] { job::parse_export_formats({"gguf", "gguf"}); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([] { job::parse_export_formats({"safetensors"}); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([] { job::parse_export_formats({}); }).kind(), ErrorKind::kUsage);
 }
 
 TEST(ModelExport, FlagIsRepeatableAndRoundTrips) {
-  const auto c = parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8",
+  const auto c = job::parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8",
                                       "--model_export", "hf_format", "--model-export", "gguf"});
   EXPECT_EQ(c.options.model_export, (std::vector<std::string>{"hf_format", "gguf"}));
-  const auto d = parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8",
+  const auto d = job::parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8",
                                       "--model_export", "compressed-tensors", "gguf"});
   EXPECT_EQ(d.options.model_export, (std::vector<std::string>{"compressed-tensors", "gguf"}));
-  EXPECT_EQ(parse_quantize_args(quantize_args(d)).options.model_export, d.options.model_export);
-  const auto def = parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8"});
+  EXPECT_EQ(job::parse_quantize_args(job::quantize_args(d)).options.model_export, d.options.model_export);
+  const auto def = job::parse_quantize_args({"--model_dir", "m", "--output_dir", "o", "--quant_scheme", "fp8"});
   EXPECT_EQ(def.options.model_export, (std::vector<std::string>{"hf_format"}));
 }
 
 TEST(ModelExport, AllThreeFormatsLandUnderOneOutputDir) {
   test::TempDir tmp("mexp");
   const fs::path out = tmp / "out";
-  const QuantizeSummary s = quantize_model(demo(out, {"hf_format", "compressed-tensors", "gguf"}));
+  const job::QuantizeSummary s = job::quantize_model(demo(out, {"hf_format", "compressed-tensors", "gguf"}));
   EXPECT_EQ(quant_method(out), "quark");
   EXPECT_EQ(quant_method(out / "compressed-tensors"), "compressed-tensors");
   const io::GgufFile g = io::GgufFile::open(out / "llama.gguf");
@@ -82,13 +82,13 @@ TEST(ModelExport, AllThreeFormatsLandUnderOneOutputDir) {
 TEST(ModelExport, FirstDirectoryFormatIsTheOutputDir) {
   test::TempDir tmp("mexp");
   const fs::path out = tmp / "out";
-  (void)quantize_model(demo(out, {"gguf", "compressed-tensors"}));
+  (void)job::quantize_model(demo(out, {"gguf", "compressed-tensors"}));
   EXPECT_EQ(quant_method(out), "compressed-tensors");
   EXPECT_TRUE(fs::exists(out / "llama.gguf"));
   EXPECT_FALSE(fs::exists(out / "hf_format"));
   EXPECT_TRUE(leftovers(tmp.path()).empty());
   const fs::path only = tmp / "only-gguf";
-  (void)quantize_model(demo(only, {"gguf"}));
+  (void)job::quantize_model(demo(only, {"gguf"}));
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(only)) files.push_back(e.path().filename().string());
   EXPECT_EQ(files, std::vector<std::string>{"llama.gguf"});
@@ -97,7 +97,7 @@ TEST(ModelExport, FirstDirectoryFormatIsTheOutputDir) {
 TEST(ModelExport, AFormatThatCannotHoldTheSchemeFailsBeforeWriting) {
   test::TempDir tmp("mexp");
   const fs::path out = tmp / "out";
-  const Error e = test::catch_error([&] { quantize_model(demo(out, {"hf_format", "compressed-tensors"}, "mxfp4")); });
+  const Error e = test::catch_error([&] { job::quantize_model(demo(out, {"hf_format", "compressed-tensors"}, "mxfp4")); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(e.message().find("compressed-tensors"), std::string::npos) << e.message();
   EXPECT_FALSE(fs::exists(out));
@@ -108,11 +108,11 @@ TEST(ModelExport, ExistingOutputNeedsOverwriteAndIsReplacedWhole) {
   test::TempDir tmp("mexp");
   const fs::path out = tmp / "out";
   tmp.write("out/stale.txt", "old");
-  EXPECT_EQ(test::catch_error([&] { quantize_model(demo(out, {"hf_format", "gguf"})); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(demo(out, {"hf_format", "gguf"})); }).kind(), ErrorKind::kUsage);
   EXPECT_TRUE(fs::exists(out / "stale.txt"));
-  QuantizeOptions o = demo(out, {"hf_format", "gguf"});
+  job::QuantizeOptions o = demo(out, {"hf_format", "gguf"});
   o.overwrite = true;
-  (void)quantize_model(o);
+  (void)job::quantize_model(o);
   EXPECT_FALSE(fs::exists(out / "stale.txt"));
   EXPECT_TRUE(fs::exists(out / "llama.gguf"));
   EXPECT_TRUE(leftovers(tmp.path()).empty());
@@ -121,7 +121,7 @@ TEST(ModelExport, ExistingOutputNeedsOverwriteAndIsReplacedWhole) {
 TEST(ModelExport, OutputInsideTheSourceIsRefusedForEveryLayout) {
   for (const auto& formats : {std::vector<std::string>{"hf_format"}, std::vector<std::string>{"gguf"}}) {
     const Error e = test::catch_error(
-        [&] { quantize_model(demo(fs::path(QLOOM_DEMO_MODEL_DIR) / "sub", formats)); });
+        [&] { job::quantize_model(demo(fs::path(QLOOM_DEMO_MODEL_DIR) / "sub", formats)); });
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(e.message().find("inside the source"), std::string::npos) << e.message();
   }
@@ -130,12 +130,12 @@ TEST(ModelExport, OutputInsideTheSourceIsRefusedForEveryLayout) {
 
 TEST(ModelExport, GgufFlagsAreChecked) {
   test::TempDir tmp("mexp");
-  QuantizeOptions o = demo(tmp / "out", {"gguf"});
+  job::QuantizeOptions o = demo(tmp / "out", {"gguf"});
   o.gguf_float_type = "q5_0";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--gguf_float_type");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).item(), "--gguf_float_type");
   o.gguf_float_type = "f16";
   o.gguf_refit_4bit = "q8_0";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--gguf_refit_4bit");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).item(), "--gguf_refit_4bit");
   EXPECT_FALSE(fs::exists(tmp / "out"));
 }
 

@@ -79,7 +79,7 @@ TEST(NativeLinearData, StaticInputNeedsASymmetricScale) {
 }
 
 std::filesystem::path quantize(const test::TempDir& tmp, const std::string& scheme, bool kv_fp8) {
-  QuantizeOptions o;
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = tmp / (scheme + (kv_fp8 ? "_kv" : ""));
   o.quant_scheme = scheme;
@@ -87,7 +87,7 @@ std::filesystem::path quantize(const test::TempDir& tmp, const std::string& sche
   o.exclude_layers = {"*down_proj"};  // intermediate 172: no 32-group fits
   o.num_calib_data = 4;
   o.seq_len = 32;
-  quantize_model(o);
+  job::quantize_model(o);
   return o.output_dir;
 }
 

@@ -26,8 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QuantizeOptions demo(const fs::path& out, const std::string& scheme) {
-  QuantizeOptions o;
+job::QuantizeOptions demo(const fs::path& out, const std::string& scheme) {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -54,7 +54,7 @@ std::vector<float> runtime_weight(const CheckpointRuntime& rt, const std::string
 TEST(ProgressiveJob, Int4Fp8ReadsBackAsQuantized) {
   test::TempDir tmp;
   const auto out = tmp.path() / "q";
-  const QuantizeSummary s = quantize_model(demo(out, "int4_fp8"));
+  const job::QuantizeSummary s = job::quantize_model(demo(out, "int4_fp8"));
   EXPECT_GT(s.layers_quantized, 0u);
   const io::ModelDir q = io::ModelDir::open(out);
   const auto& w = q.config()["quantization_config"]["global_quant_config"]["weight"];
@@ -81,7 +81,7 @@ TEST(ProgressiveJob, Mxfp6ReadsBackAsQuantized) {
   for (const char* scheme : {"mxfp6_e2m3", "mxfp6_e3m2"}) {
     test::TempDir tmp;
     const auto out = tmp.path() / "q";
-    (void)quantize_model(demo(out, scheme));
+    (void)job::quantize_model(demo(out, scheme));
     const io::ModelDir q = io::ModelDir::open(out);
     const io::ModelDir src = io::ModelDir::open(QLOOM_DEMO_MODEL_DIR);
     const std::string name = "model.layers.1.mlp.gate_proj.weight";
@@ -96,15 +96,15 @@ TEST(ProgressiveJob, Mxfp6ReadsBackAsQuantized) {
 
 TEST(ProgressiveJob, RefusesAlgorithmsAndOtherFormats) {
   test::TempDir tmp;
-  QuantizeOptions o = demo(tmp.path() / "a", "int4_fp8");
+  job::QuantizeOptions o = demo(tmp.path() / "a", "int4_fp8");
   o.quant_algo = "gptq";
-  Error e = test::catch_error([&] { quantize_model(o); });
+  Error e = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(e.item(), "--quant_algo");
   EXPECT_NE(e.message().find("two-stage weight"), std::string::npos) << e.message();
   o = demo(tmp.path() / "b", "int4_fp8");
   o.model_export = {"hf_format", "gguf"};
-  e = test::catch_error([&] { quantize_model(o); });
+  e = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_FALSE(fs::exists(tmp.path() / "b"));
 }

@@ -23,8 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QuantizeOptions demo_options(const fs::path& out, const std::string& scheme) {
-  QuantizeOptions o;
+job::QuantizeOptions demo_options(const fs::path& out, const std::string& scheme) {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -39,7 +39,7 @@ TEST_P(QuarkBytes, LayerZeroKProjMatchesQuarkExactly) {
   const std::string scheme = GetParam();
   test::TempDir tmp;
   const auto out = tmp.path() / "q";
-  const QuantizeSummary s = quantize_model(demo_options(out, scheme));
+  const job::QuantizeSummary s = job::quantize_model(demo_options(out, scheme));
   EXPECT_GT(s.layers_quantized, 0u);
 
   const auto golden = io::SafetensorsFile::open(fs::path(QLOOM_TEST_DATA_DIR) / "quark/quark_tensors.safetensors");
@@ -72,11 +72,11 @@ TEST(QuantizeJob, RefusesWhatItCannotDoYet) {
   test::TempDir tmp;
   auto o = demo_options(tmp.path() / "q", "int4_wo_128");
   o.quant_algo = "autoround";  // a Quark algorithm without a qloom stage
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--quant_algo");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).item(), "--quant_algo");
   o.quant_algo = "gptq,rotation";  // rotation rotates the float model: it must come first
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).item(), "--quant_algo");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).item(), "--quant_algo");
   o = demo_options(tmp.path() / "q", "int4_wo_128x");
-  const Error e = test::catch_error([&] { quantize_model(o); });
+  const Error e = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   EXPECT_NE(e.remedy().find("int4_wo_128"), std::string::npos) << e.remedy();
   EXPECT_FALSE(fs::exists(tmp.path() / "q"));
@@ -91,7 +91,7 @@ TEST(QuantizeJob, RotationRunsBeforeTheStages) {
   o.quant_algo = "rotation,gptq";
   o.num_calib_data = 4;
   o.seq_len = 32;
-  (void)quantize_model(o);
+  (void)job::quantize_model(o);
   const io::ModelDir q = io::ModelDir::open(o.output_dir);
   const auto& algos = q.config()["quantization_config"]["algo_config"];
   ASSERT_EQ(algos.size(), 2u);
@@ -111,11 +111,11 @@ TEST(QuantizeJob, UnsupportedShapesNameLayersUnlessExcluded) {
   auto o = demo_options(tmp.path() / "q", "mxfp4");
   o.exclude_layers.clear();
   o.exclude_unsupported = false;
-  const Error e = test::catch_error([&] { quantize_model(o); });
+  const Error e = test::catch_error([&] { job::quantize_model(o); });
   EXPECT_NE(e.message().find("*.mlp.down_proj"), std::string::npos) << e.what();
   EXPECT_FALSE(fs::exists(o.output_dir));
   o.exclude_unsupported = true;
-  const auto s = quantize_model(o);
+  const auto s = job::quantize_model(o);
   EXPECT_EQ(s.layers_excluded, 5u);
   EXPECT_EQ(s.layers_quantized, 30u);
   ASSERT_EQ(s.warnings.size(), 1u);
@@ -128,7 +128,7 @@ TEST(QuantizeJob, UnsupportedLayersEachGetTheirOwnReason) {
   auto o = demo_options(tmp.path() / "q", "int4_wo_32");
   o.exclude_layers.clear();
   o.exclude_unsupported = false;
-  const Error e = test::catch_error([&] { quantize_model(o); });
+  const Error e = test::catch_error([&] { job::quantize_model(o); });
   const std::string m = e.message();
   EXPECT_NE(m.find("15 layer(s)"), std::string::npos) << m;
   const std::string pack = "int4 weights need out_features divisible by 8, got 172";
@@ -141,7 +141,7 @@ TEST(QuantizeJob, UnsupportedLayersEachGetTheirOwnReason) {
       << e.remedy();
 
   o.exclude_unsupported = true;
-  const auto s = quantize_model(o);
+  const auto s = job::quantize_model(o);
   ASSERT_EQ(s.warnings.size(), 1u);
   EXPECT_NE(s.warnings[0].find("*.mlp.up_proj x5 [172, 64]: " + pack), std::string::npos) << s.warnings[0];
   EXPECT_NE(s.warnings[0].find("*.mlp.down_proj x5 [64, 172]: " + group), std::string::npos) << s.warnings[0];
@@ -151,7 +151,7 @@ TEST(QuantizeJob, ExcludePatternThatMatchesNothingWarnsWithNearMisses) {
   test::TempDir tmp;
   auto o = demo_options(tmp.path() / "q", "ptpc_fp8");
   o.exclude_layers = {"*q_prj"};
-  const auto s = quantize_model(o);
+  const auto s = job::quantize_model(o);
   ASSERT_FALSE(s.warnings.empty());
   EXPECT_NE(s.warnings[0].find("q_proj"), std::string::npos) << s.warnings[0];
 }
@@ -159,18 +159,18 @@ TEST(QuantizeJob, ExcludePatternThatMatchesNothingWarnsWithNearMisses) {
 TEST(QuantizeJob, RefusesOutputInsideTheSourceAndExistingOutput) {
   test::TempDir tmp;
   auto o = demo_options(fs::path(QLOOM_DEMO_MODEL_DIR) / "quantized", "ptpc_fp8");
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).kind(), ErrorKind::kUsage);
   EXPECT_FALSE(fs::exists(o.output_dir));
   o = demo_options(tmp.path(), "ptpc_fp8");  // exists
-  EXPECT_EQ(test::catch_error([&] { quantize_model(o); }).kind(), ErrorKind::kUsage);
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).kind(), ErrorKind::kUsage);
 }
 
 TEST(QuantizeJob, DeterministicOutput) {
   test::TempDir tmp;
-  quantize_model(demo_options(tmp.path() / "a", "uint4_wo_32"));
+  job::quantize_model(demo_options(tmp.path() / "a", "uint4_wo_32"));
   auto o = demo_options(tmp.path() / "b", "uint4_wo_32");
   o.threads = 1;
-  quantize_model(o);
+  job::quantize_model(o);
   for (const auto& e : fs::directory_iterator(tmp.path() / "a"))
     EXPECT_EQ(test::read_file(e.path()), test::read_file(tmp.path() / "b" / e.path().filename())) << e.path();
 }

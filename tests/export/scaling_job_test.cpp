@@ -25,8 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QuantizeOptions options(const fs::path& out, const std::string& scheme, const std::string& algo) {
-  QuantizeOptions o;
+job::QuantizeOptions options(const fs::path& out, const std::string& scheme, const std::string& algo) {
+  job::QuantizeOptions o;
   o.model_dir = QLOOM_DEMO_MODEL_DIR;
   o.output_dir = out;
   o.quant_scheme = scheme;
@@ -67,7 +67,7 @@ TEST_P(ScalingJob, ExportValidatesAndLoads) {
   const JobCase c = GetParam();
   test::TempDir tmp;
   const fs::path q = tmp.path() / "q";
-  const QuantizeSummary s = quantize_model(options(q, c.scheme, c.algo));
+  const job::QuantizeSummary s = job::quantize_model(options(q, c.scheme, c.algo));
   EXPECT_TRUE(s.calibrated);
   EXPECT_GT(s.scaled_groups, 0u);
   EXPECT_EQ(s.unscaled_groups, 0u);
@@ -124,7 +124,7 @@ TEST(ScalingJob, AlgoConfigOverridesAreStrict) {
   test::TempDir tmp;
   auto o = options(tmp.path() / "sq", "int8", "smoothquant");
   o.algo_configs["smoothquant"] = R"({"alpha": 0.5, "scale_clamp_min": 0.01})";
-  (void)quantize_model(o);
+  (void)job::quantize_model(o);
   const nlohmann::json a = read_config(tmp.path() / "sq")["quantization_config"]["algo_config"][0];
   EXPECT_EQ(a["alpha"], 0.5);
   EXPECT_EQ(a["scale_clamp_min"], 0.01);
@@ -132,14 +132,14 @@ TEST(ScalingJob, AlgoConfigOverridesAreStrict) {
 
   auto bad = options(tmp.path() / "bad", "int8", "smoothquant");
   bad.algo_configs["smoothquant"] = R"({"alpha": 2})";
-  Error e = test::catch_error([&] { quantize_model(bad); });
+  Error e = test::catch_error([&] { job::quantize_model(bad); });
   EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   EXPECT_EQ(e.item(), "algo_config.smoothquant.alpha");
   bad.algo_configs["smoothquant"] = "{alpha";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(bad); }).item(), "algo_config.smoothquant");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(bad); }).item(), "algo_config.smoothquant");
   bad.algo_configs.clear();
   bad.algo_configs["awq"] = "{}";
-  EXPECT_EQ(test::catch_error([&] { quantize_model(bad); }).item(), "algo_config.awq");
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(bad); }).item(), "algo_config.awq");
   EXPECT_FALSE(fs::exists(tmp.path() / "bad"));
 }
 
@@ -148,8 +148,8 @@ TEST(ScalingJob, AlgoConfigOverridesAreStrict) {
 // samples x 64 tokens: RTN 0.050, AWQ 0.036 with int4_wo_32).
 TEST(ScalingJob, AwqBeatsRoundToNearestOnInt4) {
   test::TempDir tmp;
-  (void)quantize_model(options(tmp.path() / "awq", "int4_wo_32", "awq"));
-  (void)quantize_model(options(tmp.path() / "rtn", "int4_wo_32", ""));
+  (void)job::quantize_model(options(tmp.path() / "awq", "int4_wo_32", "awq"));
+  (void)job::quantize_model(options(tmp.path() / "rtn", "int4_wo_32", ""));
   const double awq = validate_export(tmp.path() / "awq").step(5)->data["engine_kld_mean"].get<double>();
   const double rtn = validate_export(tmp.path() / "rtn").step(5)->data["engine_kld_mean"].get<double>();
   std::printf("[ awq job ] int4_wo_32 engine-window KLD: RTN %.5f, AWQ %.5f\n", rtn, awq);
