@@ -15,7 +15,7 @@
 #include "qloom/core/error.h"
 #include "qloom/engine/kv_cache.h"
 #include "qloom/engine/model.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
 
@@ -31,8 +31,8 @@ const char* const kForm[] = {"v4.json", "v4_torch_dtype.json", "v5.json"};
 json read_json(const fs::path& p) { return json::parse(test::read_file(p)); }
 
 // Every field of ModelConfig but raw, as JSON, so a difference reads by name.
-json fields(const ModelConfig& c) {
-  auto rope = [](const ModelConfig::Rope& r) {
+json fields(const model::ModelConfig& c) {
+  auto rope = [](const model::ModelConfig::Rope& r) {
     return json{{"type", r.type}, {"theta", r.theta}, {"factor", r.factor}, {"low", r.low_freq_factor},
                 {"high", r.high_freq_factor}, {"omp", r.original_max_position_embeddings}};
   };
@@ -73,13 +73,13 @@ class ConfigForms : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ConfigForms, SameConfigAndBitwiseSameLogitsInEveryForm) {
   const std::string name = GetParam();
-  const ModelConfig ref = ModelConfig::parse(read_json(kForms / name / "v5.json"), "v5.json");
+  const model::ModelConfig ref = model::ModelConfig::parse(read_json(kForms / name / "v5.json"), "v5.json");
   const std::vector<int32_t> tokens = test::read_reference(weights_of(name)).tokens_long;
   const std::vector<float> want = logits_with(weights_of(name), read_json(kForms / name / "v5.json"), tokens);
   for (const char* form : kForm) {
     SCOPED_TRACE(name + "/" + form);
     const json cfg = read_json(kForms / name / form);
-    EXPECT_EQ(fields(ModelConfig::parse(cfg, form)).dump(1), fields(ref).dump(1));
+    EXPECT_EQ(fields(model::ModelConfig::parse(cfg, form)).dump(1), fields(ref).dump(1));
     const std::vector<float> got = logits_with(weights_of(name), cfg, tokens);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "logits differ";
@@ -98,17 +98,17 @@ INSTANTIATE_TEST_SUITE_P(Forms, ConfigForms,
                          [](const auto& i) { return std::string(i.param); });
 
 TEST(ConfigForms, RopeParsedAsWritten) {
-  const ModelConfig lin = ModelConfig::parse(read_json(kForms / "rope_linear" / "v5.json"));
+  const model::ModelConfig lin = model::ModelConfig::parse(read_json(kForms / "rope_linear" / "v5.json"));
   EXPECT_EQ(lin.rope.type, "linear");
   EXPECT_EQ(lin.rope.factor, 4.0);
   EXPECT_EQ(lin.rope.theta, 50000.0);
-  const ModelConfig g3 = ModelConfig::parse(read_json(kForms / "gemma3_text" / "v5.json"));
+  const model::ModelConfig g3 = model::ModelConfig::parse(read_json(kForms / "gemma3_text" / "v5.json"));
   EXPECT_EQ(g3.rope.type, "linear");
   EXPECT_EQ(g3.rope.theta, 1e6);
   EXPECT_EQ(g3.rope_local.type, "default");
   EXPECT_EQ(g3.rope_local.theta, 1e4);
-  EXPECT_EQ(ModelConfig::parse(read_json(kForms / "phi3" / "v5.json")).partial_rotary_factor, 0.5);
-  EXPECT_EQ(ModelConfig::parse(read_json(kForms / "qwen3_moe" / "v5.json")).num_experts, 6);
+  EXPECT_EQ(model::ModelConfig::parse(read_json(kForms / "phi3" / "v5.json")).partial_rotary_factor, 0.5);
+  EXPECT_EQ(model::ModelConfig::parse(read_json(kForms / "qwen3_moe" / "v5.json")).num_experts, 6);
 }
 
 class UnsupportedRope : public ::testing::TestWithParam<const char*> {};
@@ -118,7 +118,7 @@ TEST_P(UnsupportedRope, IsUnsupportedNamingFieldAndType) {
   for (const char* form : kForm) {
     SCOPED_TRACE(type + "/" + form);
     const json cfg = read_json(kForms / ("rope_" + type) / form);
-    Error e = test::catch_error([&] { ModelConfig::parse(cfg); });
+    Error e = test::catch_error([&] { model::ModelConfig::parse(cfg); });
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
     EXPECT_EQ(e.item(), std::string(form) == "v5.json" ? "rope_parameters.rope_type" : "rope_scaling.rope_type");
     EXPECT_NE(e.message().find("\"" + type + "\""), std::string::npos) << e.message();
@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(Types, UnsupportedRope, ::testing::Values("dynamic", "y
 json llama_v5() { return read_json(kForms / "llama" / "v5.json"); }
 
 Error parse_error(const json& cfg) {
-  return test::catch_error([&] { ModelConfig::parse(cfg); });
+  return test::catch_error([&] { model::ModelConfig::parse(cfg); });
 }
 
 TEST(ConfigKeys, UnknownMathsKeyIsNamed) {
@@ -151,7 +151,7 @@ TEST(ConfigKeys, HarmlessKeysPass) {
   cfg["my_tool_note"] = "hello";
   cfg["quantization_config"] = {{"quant_method", "quark"}};
   cfg["attention_dropout"] = 0.1;
-  EXPECT_EQ(fields(ModelConfig::parse(cfg)).dump(), fields(ModelConfig::parse(llama_v5())).dump());
+  EXPECT_EQ(fields(model::ModelConfig::parse(cfg)).dump(), fields(model::ModelConfig::parse(llama_v5())).dump());
 }
 
 TEST(ConfigKeys, UnknownRopeParameterIsNamed) {
@@ -198,7 +198,7 @@ TEST(ConfigKeys, NestedTextConfigIsRead) {
   const json text = read_json(kForms / "gemma3_text" / "v5.json");
   const json wrapper = {{"model_type", "gemma3"}, {"architectures", {"Gemma3ForConditionalGeneration"}},
                         {"text_config", text}, {"vision_config", {{"hidden_size", 8}}}, {"image_token_index", 5}};
-  EXPECT_EQ(fields(ModelConfig::parse(wrapper)).dump(), fields(ModelConfig::parse(text)).dump());
+  EXPECT_EQ(fields(model::ModelConfig::parse(wrapper)).dump(), fields(model::ModelConfig::parse(text)).dump());
   json bad = wrapper;
   bad["text_config"]["rope_interleaved"] = true;
   EXPECT_EQ(parse_error(bad).item(), "text_config.rope_interleaved");

@@ -29,7 +29,7 @@ struct Call {
 
 TEST(EngineHooks, EveryLinearOfALayerSeesItsShapes) {
   auto model = load_fixture("llama");
-  const ModelConfig& c = model->config();
+  const model::ModelConfig& c = model->config();
   test::Reference ref = test::read_reference(test::engine_data_dir() / "llama");
   std::map<std::string, Call> in, out;
   ForwardHooks hooks;
@@ -117,7 +117,7 @@ TEST(EngineHooks, RewritingInputOrOutputChangesLogits) {
 TEST(EngineHooks, MoeExpertsSeeOnlyRoutedRows) {
   for (const char* arch : {"mixtral", "qwen2_moe", "qwen3_moe"}) {
     auto model = load_fixture(arch);
-    const ModelConfig& c = model->config();
+    const model::ModelConfig& c = model->config();
     test::Reference ref = test::read_reference(test::engine_data_dir() / arch);
     std::map<std::string, int64_t> rows_in;
     ForwardHooks hooks;
@@ -159,7 +159,7 @@ TEST(EngineHooks, FusedPhi3ProjectionsKeepCheckpointNames) {
   hooks.linear_output = [&](const LinearSite& s, float*, int64_t, int64_t cols) { cols_out[s.module] = cols; };
   auto cache = model->new_cache(64);
   model->forward(ref.tokens_short, *cache, false, &hooks);
-  const ModelConfig& c = model->config();
+  const model::ModelConfig& c = model->config();
   EXPECT_EQ(cols_out["model.layers.0.self_attn.qkv_proj"], (c.num_heads + 2 * c.num_kv_heads) * c.head_dim);
   EXPECT_EQ(cols_out["model.layers.0.mlp.gate_up_proj"], 2 * c.intermediate_size);
 }
@@ -202,7 +202,7 @@ TEST(EngineErrors, UnknownModelTypeListsSupportedOnes) {
 TEST(EngineErrors, UnsupportedRopeScalingIsNamed) {
   nlohmann::json cfg = io::ModelDir::open(test::engine_data_dir() / "phi3").config();
   cfg["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0}}, {"long_factor", {1.0}}};
-  Error e = test::catch_error([&] { ModelConfig::parse(cfg); });
+  Error e = test::catch_error([&] { model::ModelConfig::parse(cfg); });
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_EQ(e.item(), "rope_scaling.type");
   EXPECT_NE(e.message().find("longrope"), std::string::npos);
@@ -211,21 +211,21 @@ TEST(EngineErrors, UnsupportedRopeScalingIsNamed) {
 TEST(EngineErrors, MissingConfigFieldIsNamed) {
   nlohmann::json cfg = io::ModelDir::open(test::engine_data_dir() / "llama").config();
   cfg.erase("hidden_size");
-  Error e = test::catch_error([&] { ModelConfig::parse(cfg); });
+  Error e = test::catch_error([&] { model::ModelConfig::parse(cfg); });
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   EXPECT_EQ(e.item(), "hidden_size");
 }
 
 TEST(EngineConfig, LayerPatternsFollowTransformers) {
   auto sliding = [](const char* arch) {
-    return ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / arch).config()).layer_sliding;
+    return model::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / arch).config()).layer_sliding;
   };
   EXPECT_EQ(sliding("gemma2"), (std::vector<uint8_t>{1, 0, 1}));
   EXPECT_EQ(sliding("gemma3_text"), (std::vector<uint8_t>{1, 0, 1}));
   EXPECT_EQ(sliding("qwen2"), (std::vector<uint8_t>{0, 1, 1}));
   EXPECT_EQ(sliding("mistral"), (std::vector<uint8_t>{1, 1}));
   EXPECT_EQ(sliding("llama"), (std::vector<uint8_t>{0, 0}));
-  ModelConfig q2m = ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "qwen2_moe").config());
+  model::ModelConfig q2m = model::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "qwen2_moe").config());
   EXPECT_EQ(q2m.layer_moe, (std::vector<uint8_t>{1, 0, 1}));
 }
 

@@ -30,7 +30,7 @@ class FakeModel : public engine::Model {
     cfg_.vocab_size = vocab;
     cfg_.max_position_embeddings = max_pos;
   }
-  const engine::ModelConfig& config() const override { return cfg_; }
+  const model::ModelConfig& config() const override { return cfg_; }
   ThreadPool& pool() override { return pool_; }
   std::unique_ptr<engine::KvCache> new_cache(int64_t max_tokens) const override {
     return std::make_unique<FakeCache>(max_tokens);
@@ -50,7 +50,7 @@ class FakeModel : public engine::Model {
   int forward_calls = 0;
 
  private:
-  engine::ModelConfig cfg_;
+  model::ModelConfig cfg_;
   Fn fn_;
   ThreadPool pool_;
 };

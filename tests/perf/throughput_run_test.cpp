@@ -28,8 +28,8 @@ ThroughputSpec tiny() {
   return s;
 }
 
-engine::ModelConfig demo_config() {
-  return engine::ModelConfig::parse(io::ModelDir::open(QLOOM_DEMO_MODEL_DIR).config());
+model::ModelConfig demo_config() {
+  return model::ModelConfig::parse(io::ModelDir::open(QLOOM_DEMO_MODEL_DIR).config());
 }
 
 TEST(ThroughputRun, DemoPoolDropsSpecialTokens) {

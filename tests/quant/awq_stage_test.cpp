@@ -106,8 +106,8 @@ TEST(AwqStageConfig, IsStrictAndNamesTheKey) {
 }
 
 TEST(AwqStageConfig, EntriesMustNameGroupsOfTheModel) {
-  const engine::ModelConfig mc =
-      engine::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "llama").config());
+  const model::ModelConfig mc =
+      model::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "llama").config());
   // Quark's qwen (v1) map: module names this llama does not have.
   const nlohmann::json qwen = {
       {"scaling_layers", {{{"prev_op", "ln_1"}, {"layers", {"attn.c_attn"}}, {"inp", "attn.c_attn"}}}}};

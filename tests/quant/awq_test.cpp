@@ -307,7 +307,7 @@ TEST(Awq, ConfigIsStrict) {
 }
 
 TEST(Awq, ToJsonIsQuarksDict) {
-  const engine::ModelConfig mc = engine::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "llama").config());
+  const model::ModelConfig mc = model::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "llama").config());
   const nlohmann::json j = AwqConfig{}.to_json(mc);
   EXPECT_EQ(j.size(), 3u);  // Quark's AWQConfig fields only: AWQConfig(**d) must accept it
   EXPECT_EQ(j["name"], "awq");

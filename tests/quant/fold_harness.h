@@ -55,13 +55,13 @@ class FoldHarness {
       : tmp_("fold"), fixture_(test::engine_data_dir() / arch), dir_(io::ModelDir::open(fixture_)) {
     plain_ = engine::plain_weight_source(dir_);
     ref_ = test::read_reference(fixture_);
-    config_ = engine::ModelConfig::parse(dir_.config());
+    config_ = model::ModelConfig::parse(dir_.config());
     base_ = std::make_unique<WeightOverlay>(*plain_);
     model_dir_ = fixture_;
     if (mha && config_.num_kv_heads != config_.num_heads) make_mha();
   }
 
-  const engine::ModelConfig& config() const { return config_; }
+  const model::ModelConfig& config() const { return config_; }
   const std::vector<int32_t>& tokens() const { return ref_.tokens_long; }
   // The unmodified model (GQA or its MHA expansion), as served.
   const engine::WeightSource& base() const { return *base_; }
@@ -192,7 +192,7 @@ class FoldHarness {
         }
       }
     }
-    config_ = engine::ModelConfig::parse(cfg);
+    config_ = model::ModelConfig::parse(cfg);
   }
 
   test::TempDir tmp_;
@@ -200,7 +200,7 @@ class FoldHarness {
   io::ModelDir dir_;
   std::unique_ptr<engine::WeightSource> plain_;
   test::Reference ref_;
-  engine::ModelConfig config_;
+  model::ModelConfig config_;
   std::unique_ptr<WeightOverlay> base_;
 };
 

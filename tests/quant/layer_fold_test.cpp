@@ -128,8 +128,8 @@ TEST(LayerSession, MarkModifiedRoundsToTheCheckpointDtypeAndExportsTheFinalValue
 }
 
 TEST(LayerFold, BlockersNameTheReason) {
-  const engine::ModelConfig qmoe =
-      engine::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "qwen2_moe").config());
+  const model::ModelConfig qmoe =
+      model::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "qwen2_moe").config());
   const fs::path dir = test::engine_data_dir() / "qwen2_moe";
   const io::ModelDir md = io::ModelDir::open(dir);
   const auto src = engine::plain_weight_source(md);

@@ -19,10 +19,10 @@ namespace {
 const char* const kArchs[] = {"llama", "llama3_rope", "mistral", "qwen2",   "qwen3",     "gemma",
                               "gemma2", "gemma3_text", "phi3",   "mixtral", "qwen2_moe", "qwen3_moe"};
 
-engine::ModelConfig fixture_config(const std::string& arch, bool mha = false) {
+model::ModelConfig fixture_config(const std::string& arch, bool mha = false) {
   nlohmann::json j = io::ModelDir::open(test::engine_data_dir() / arch).config();
   if (mha) j["num_key_value_heads"] = j["num_attention_heads"];
-  return engine::ModelConfig::parse(j);
+  return model::ModelConfig::parse(j);
 }
 
 class LayerGroups : public ::testing::TestWithParam<const char*> {};
@@ -31,7 +31,7 @@ TEST_P(LayerGroups, ModulesExistAndShapesChain) {
   const std::string arch = GetParam();
   io::ModelDir dir = io::ModelDir::open(test::engine_data_dir() / arch);
   auto src = engine::plain_weight_source(dir);
-  const engine::ModelConfig c = engine::ModelConfig::parse(dir.config());
+  const model::ModelConfig c = model::ModelConfig::parse(dir.config());
   const std::vector<std::string> names = dir.weights().tensor_names();
   auto shape = [&](const std::string& t) {
     EXPECT_TRUE(src->contains(t)) << t;
@@ -83,7 +83,7 @@ TEST_P(LayerGroups, ModulesExistAndShapesChain) {
 }
 
 TEST_P(LayerGroups, MhaMakesValueToOutputApplicable) {
-  const engine::ModelConfig c = fixture_config(GetParam(), true);
+  const model::ModelConfig c = fixture_config(GetParam(), true);
   for (const ScalingGroup& g : layer_scaling_groups(c, 0)) {
     EXPECT_TRUE(g.applicable) << g.kind;
     if (g.kind == "attn_out") { EXPECT_EQ(g.channels, c.num_heads * c.head_dim); }
@@ -123,7 +123,7 @@ TEST(LayerGroupsQuark, ScalingLayersEqualQuarksMaps) {
 }
 
 TEST(LayerGroupsQuark, MoeGroupsCoverExpertsRouterAndSharedExpert) {
-  const engine::ModelConfig c = fixture_config("qwen2_moe");
+  const model::ModelConfig c = fixture_config("qwen2_moe");
   const std::vector<ScalingGroup> g = layer_scaling_groups(c, 0);  // sparse layer
   ASSERT_EQ(g.size(), 2u + 1u + static_cast<size_t>(c.num_experts) + 1u);
   const ScalingGroup& in = g[2];
@@ -147,7 +147,7 @@ TEST(LayerGroupsQuark, MoeGroupsCoverExpertsRouterAndSharedExpert) {
 }
 
 TEST(LayerGroupsQuark, Errors) {
-  engine::ModelConfig c = fixture_config("llama");
+  model::ModelConfig c = fixture_config("llama");
   EXPECT_EQ(test::catch_error([&] { layer_scaling_groups(c, 2); }).kind(), ErrorKind::kUsage);
   EXPECT_EQ(test::catch_error([&] { layer_scaling_groups(c, -1); }).kind(), ErrorKind::kUsage);
   c.model_type = "gpt2";

@@ -252,7 +252,7 @@ TEST(SmoothQuant, ConfigIsStrict) {
 }
 
 TEST(SmoothQuant, ToJsonIsQuarksDict) {
-  engine::ModelConfig mc = engine::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "mixtral").config());
+  model::ModelConfig mc = model::ModelConfig::parse(io::ModelDir::open(test::engine_data_dir() / "mixtral").config());
   const nlohmann::json j = SmoothQuantConfig::from_json(nullptr, "mixtral").to_json(mc);
   EXPECT_EQ(j["name"], "smooth");
   EXPECT_EQ(j["alpha"], 0.8);

@@ -117,13 +117,9 @@ class NativeReal : public ::testing::TestWithParam<NativeCase> {};
 TEST_P(NativeReal, NativeAgreesWithSimulate) {
   const NativeCase& c = GetParam();
   const auto src = test::real_model_dir();
-  test::TempDir tmp(std::string("native-") + c.name);
-  const auto out = tmp / "q";
-  std::vector<std::string> q = {"quantize", "--model_dir", src.string(), "--output_dir", out.string(), "--threads",
-                                "2", "--num_calib_data", "16", "--seq_len", "256", "--progress", "off"};
-  q.insert(q.end(), c.args.begin(), c.args.end());
-  const test::CommandResult r = test::run_qloom(q);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The checkpoint the scheme test (schemes_real_test.cpp) reads too.
+  const auto out = test::shared_checkpoint(test::real_quantize_args(c.args, 16));
+  ASSERT_FALSE(out.empty());
 
   const std::vector<int32_t> ids = window(src, 256);
   const NativeRun sim = run(out, exporter::Runtime::kSimulate, 2, ids);

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "real/artifact_cache.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
@@ -56,28 +57,39 @@ inline nlohmann::json run_qloom_json(std::vector<std::string> args, const TempDi
   return read_json_file(out);
 }
 
+// The quantize arguments of the real tier (after --model_dir / --output_dir):
+// `scheme_args` on `calib` c4 documents of 256 tokens, 2 threads. Every test
+// builds them here, in this order, so that equal requests share one cached
+// checkpoint (artifact_cache.h).
+inline std::vector<std::string> real_quantize_args(const std::vector<std::string>& scheme_args, int calib) {
+  std::vector<std::string> q = {"--threads", "2", "--num_calib_data", std::to_string(calib), "--seq_len", "256",
+                                "--progress", "off"};
+  q.insert(q.end(), scheme_args.begin(), scheme_args.end());
+  return q;
+}
+
+// KLD of `checkpoint` against the source on wikitext-2, 4 windows of 512
+// tokens (shared: computed once per checkpoint and build); null on failure.
+inline nlohmann::json shared_kld(const std::filesystem::path& checkpoint) {
+  return shared_json({"eval", checkpoint.string(), "--source", real_model_dir().string(), "--task", "kld",
+                      "--dataset", "wikitext2", "--seq_len", "512", "--limit", "4", "--threads", "2"});
+}
+
 // quantize `scheme` (with `algo` unless empty; `config_json`: its
 // --quant_algo_config_file content) on `calib` c4 documents of 256 tokens,
 // then KLD mean against the source on wikitext-2, 4 windows of 512 tokens.
-// The checkpoint goes to tmp / tag. -1 (with a recorded failure) when a
-// command fails.
-inline double quantized_kld(const TempDir& tmp, const std::string& tag, const std::string& scheme,
-                            const std::string& algo, int calib, const char* config_json = nullptr) {
-  const std::string src = real_model_dir().string(), out = (tmp / tag).string();
-  std::vector<std::string> q = {"quantize", "--model_dir", src, "--output_dir", out, "--quant_scheme", scheme,
-                                "--threads", "2", "--num_calib_data", std::to_string(calib), "--seq_len", "256",
-                                "--progress", "off"};
-  if (!algo.empty()) q.insert(q.end(), {"--quant_algo", algo});
+// Both are shared artifacts. -1 (with a recorded failure) when a command fails.
+inline double quantized_kld(const std::string& scheme, const std::string& algo, int calib,
+                            const char* config_json = nullptr) {
+  std::vector<std::string> s = {"--quant_scheme", scheme};
+  if (!algo.empty()) s.insert(s.end(), {"--quant_algo", algo});
   if (config_json) {
     const std::string last = algo.substr(algo.rfind(',') + 1);  // the configured algorithm
-    q.insert(q.end(), {"--quant_algo_config_file", last, tmp.write(tag + ".json", config_json).string()});
+    s.insert(s.end(), {"--quant_algo_config_file", last, shared_file(last + ".json", config_json).string()});
   }
-  const CommandResult r = run_qloom(q);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return -1;
-  const nlohmann::json j = run_qloom_json({"eval", out, "--source", src, "--task", "kld", "--dataset", "wikitext2",
-                                           "--seq_len", "512", "--limit", "4", "--threads", "2"},
-                                          tmp, tag);
+  const std::filesystem::path out = shared_checkpoint(real_quantize_args(s, calib));
+  if (out.empty()) return -1;
+  const nlohmann::json j = shared_kld(out);
   return j.is_object() ? j["kld_mean"].get<double>() : -1;
 }
 

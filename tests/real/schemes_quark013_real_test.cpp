@@ -26,8 +26,13 @@
 namespace qloom {
 namespace {
 
-const char* const kSchemes[] = {"mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_mxfp6_e2m3", "mxfp4_fp8", "int4_fp8", "int4_wa_64",
-                                "nvfp4",      "amdfp4",     "amdfp4_g32",       "amdfp4_global16", "amdfp4_global32"};
+// amdfp4_global16 has no Quark golden (Quark 0.13's export of it is wrong:
+// quark013_golden_test.cpp says why), so its band is its one real-model
+// check. The other schemes' bytes are pinned by their goldens: their bands
+// are the `full` label's sweep.
+const char* const kSchemes[] = {"amdfp4_global16"};
+const char* const kFullSchemes[] = {"mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_mxfp6_e2m3", "mxfp4_fp8", "int4_fp8",
+                                    "int4_wa_64", "nvfp4",      "amdfp4",           "amdfp4_g32", "amdfp4_global32"};
 
 nlohmann::json bands() { return test::read_json_file(test::real_data_dir() / "scheme_bands_quark013.json"); }
 
@@ -38,15 +43,10 @@ TEST_P(RealQuark013Scheme, QuantizeValidateKld) {
   const auto b = bands()[scheme];
   ASSERT_TRUE(b.is_object()) << "no band for " << scheme << " in scheme_bands_quark013.json";
   const auto src = test::real_model_dir().string();
-  test::TempDir tmp("real-q013-" + scheme);
-  const auto out = (tmp / "q").string();
+  const auto out = test::shared_checkpoint(test::real_quantize_args({"--quant_scheme", scheme}, 4)).string();
+  ASSERT_FALSE(out.empty());
 
-  test::CommandResult r = test::run_qloom({"quantize", "--model_dir", src, "--output_dir", out, "--threads", "2",
-                                           "--num_calib_data", "4", "--seq_len", "256", "--progress", "off",
-                                           "--quant_scheme", scheme});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-
-  r = test::run_qloom({"validate", "--source", src, "--quantized", out, "--json", "--threads", "2"});
+  test::CommandResult r = test::run_qloom({"validate", "--source", src, "--quantized", out, "--json", "--threads", "2"});
   const auto report = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(report.is_object()) << r.out << r.err;
   for (size_t i = 0; i < 5; ++i)
@@ -55,9 +55,7 @@ TEST_P(RealQuark013Scheme, QuantizeValidateKld) {
   EXPECT_EQ(report["steps"][4]["data"]["reproduced_rtn"], report["steps"][4]["data"]["checked"]);
   EXPECT_EQ(report["steps"][5]["status"], b["vllm_step"]) << report["steps"][5]["summary"];
 
-  auto kld = test::run_qloom_json({"eval", out, "--source", src, "--task", "kld", "--dataset", "wikitext2",
-                                   "--seq_len", "512", "--limit", "4", "--threads", "2"},
-                                  tmp, "kld");
+  const auto kld = test::shared_kld(out);
   ASSERT_TRUE(kld.is_object());
   const double mean = kld["kld_mean"].get<double>(), top1 = kld["top1_agreement"].get<double>();
   std::printf("[ real ] scheme %-22s kld_mean %.6f top1 %.4f ppl %.4f -> %.4f\n", scheme.c_str(), mean, top1,
@@ -67,8 +65,9 @@ TEST_P(RealQuark013Scheme, QuantizeValidateKld) {
   EXPECT_GE(top1, b["top1_min"].get<double>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Quark013, RealQuark013Scheme, ::testing::ValuesIn(kSchemes),
-                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+std::string case_name(const ::testing::TestParamInfo<const char*>& info) { return info.param; }
+INSTANTIATE_TEST_SUITE_P(Quark013, RealQuark013Scheme, ::testing::ValuesIn(kSchemes), case_name);
+INSTANTIATE_TEST_SUITE_P(FullQuark013, RealQuark013Scheme, ::testing::ValuesIn(kFullSchemes), case_name);
 
 }  // namespace
 }  // namespace qloom

@@ -26,21 +26,28 @@ struct SchemeCase {
 
 void PrintTo(const SchemeCase& c, std::ostream* os) { *os << c.name; }
 
+// One scheme per code path (fp8 per-tensor / per-token, the fp8 KV cache,
+// int8 static activations, int4 groups with and without
+// --exclude_unsupported, per-channel int4, unsigned int4 with zero points,
+// mxfp4 with and without activations) ...
 const SchemeCase kSchemes[] = {
     {"fp8", {"--quant_scheme", "fp8"}},
     {"fp8_kv_fp8", {"--quant_scheme", "fp8", "--kv_cache_dtype", "fp8"}},
     {"ptpc_fp8", {"--quant_scheme", "ptpc_fp8"}},
     {"int8", {"--quant_scheme", "int8"}},
-    {"int4_wo_32", {"--quant_scheme", "int4_wo_32"}},
     {"int4_wo_64", {"--quant_scheme", "int4_wo_64"}},
     {"int4_wo_128", {"--quant_scheme", "int4_wo_128", "--exclude_unsupported"}},
     {"int4_wo_per_channel", {"--quant_scheme", "int4_wo_per_channel"}},
     {"uint4_wo_32", {"--quant_scheme", "uint4_wo_32"}},
+    {"mxfp4", {"--quant_scheme", "mxfp4"}},
+    {"mxfp4_weight_only", {"--quant_scheme", "mxfp4_weight_only"}},
+};
+// ... and the other group sizes of the same code paths (`full` label).
+const SchemeCase kFullSchemes[] = {
+    {"int4_wo_32", {"--quant_scheme", "int4_wo_32"}},
     {"uint4_wo_64", {"--quant_scheme", "uint4_wo_64"}},
     {"uint4_wo_128", {"--quant_scheme", "uint4_wo_128", "--exclude_unsupported"}},
     {"uint4_wo_per_channel", {"--quant_scheme", "uint4_wo_per_channel"}},
-    {"mxfp4", {"--quant_scheme", "mxfp4"}},
-    {"mxfp4_weight_only", {"--quant_scheme", "mxfp4_weight_only"}},
 };
 
 nlohmann::json bands() {
@@ -52,16 +59,10 @@ class RealScheme : public ::testing::TestWithParam<SchemeCase> {};
 TEST_P(RealScheme, QuantizeValidateKld) {
   const SchemeCase& c = GetParam();
   const auto src = test::real_model_dir().string();
-  test::TempDir tmp(std::string("real-") + c.name);
-  const auto out = (tmp / "q").string();
+  const auto out = test::shared_checkpoint(test::real_quantize_args(c.args, 16)).string();
+  ASSERT_FALSE(out.empty());
 
-  std::vector<std::string> q = {"quantize", "--model_dir", src, "--output_dir", out, "--threads", "2",
-                                "--num_calib_data", "16", "--seq_len", "256", "--progress", "off"};
-  q.insert(q.end(), c.args.begin(), c.args.end());
-  test::CommandResult r = test::run_qloom(q);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-
-  r = test::run_qloom({"validate", "--source", src, "--quantized", out, "--json", "--threads", "2"});
+  test::CommandResult r = test::run_qloom({"validate", "--source", src, "--quantized", out, "--json", "--threads", "2"});
   // Step 6: vLLM 0.33 has no per-channel W4A16 path (weight.group_size must
   // be a positive int), so only those two schemes fail it.
   const bool vllm_refuses = std::string(c.name).find("wo_per_channel") != std::string::npos;
@@ -72,9 +73,7 @@ TEST_P(RealScheme, QuantizeValidateKld) {
   EXPECT_EQ(report["counts"]["ok"], vllm_refuses ? 5 : 6) << "every step, step 5 (numeric) included, must run and pass";
   EXPECT_EQ(report["steps"][5]["status"], vllm_refuses ? "FAIL" : "ok") << report["steps"][5]["summary"];
 
-  auto kld = test::run_qloom_json({"eval", out, "--source", src, "--task", "kld", "--dataset", "wikitext2",
-                                   "--seq_len", "512", "--limit", "4", "--threads", "2"},
-                                  tmp, "kld");
+  const auto kld = test::shared_kld(out);
   ASSERT_TRUE(kld.is_object());
   const double mean = kld["kld_mean"].get<double>(), top1 = kld["top1_agreement"].get<double>();
   std::printf("[ real ] scheme %-22s kld_mean %.6f top1 %.4f ppl %.4f -> %.4f\n", c.name, mean, top1,
@@ -86,8 +85,9 @@ TEST_P(RealScheme, QuantizeValidateKld) {
   EXPECT_GE(top1, b["top1_min"].get<double>());
 }
 
-INSTANTIATE_TEST_SUITE_P(FirstWave, RealScheme, ::testing::ValuesIn(kSchemes),
-                         [](const ::testing::TestParamInfo<SchemeCase>& info) { return std::string(info.param.name); });
+std::string case_name(const ::testing::TestParamInfo<SchemeCase>& info) { return info.param.name; }
+INSTANTIATE_TEST_SUITE_P(FirstWave, RealScheme, ::testing::ValuesIn(kSchemes), case_name);
+INSTANTIATE_TEST_SUITE_P(FullFirstWave, RealScheme, ::testing::ValuesIn(kFullSchemes), case_name);
 
 }  // namespace
 }  // namespace qloom

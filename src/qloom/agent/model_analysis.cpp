@@ -10,8 +10,8 @@
 
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
-#include "qloom/engine/architecture.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/architecture.h"
+#include "qloom/model/model_config.h"
 #include "qloom/io/hub_id.h"
 #include "qloom/io/json_read.h"
 #include "qloom/quant/layer_selection.h"
@@ -102,8 +102,8 @@ struct Dims {
   int64_t max_position = 0;
 };
 
-Dims dims_from_engine(const engine::ModelConfig& mc) {
-  const engine::Architecture& a = *engine::find_architecture(mc.model_type);
+Dims dims_from_engine(const model::ModelConfig& mc) {
+  const model::Architecture& a = *model::find_architecture(mc.model_type);
   Dims d;
   d.from_engine = true;
   d.hidden = mc.hidden_size;
@@ -123,13 +123,13 @@ Dims dims_from_engine(const engine::ModelConfig& mc) {
   d.fused_gate_up = a.fused_gate_up;
   d.max_position = mc.max_position_embeddings;
   d.layer_moe = mc.layer_moe;
-  if (a.moe != engine::MoeKind::kNone && mc.num_experts > 0) {
+  if (a.moe != model::MoeKind::kNone && mc.num_experts > 0) {
     d.experts = mc.num_experts;
     d.experts_per_tok = mc.num_experts_per_tok;
     d.moe_inter = mc.moe_intermediate_size;
     d.shared_inter = mc.shared_expert_intermediate_size;
-    d.shared_gate = a.moe == engine::MoeKind::kQwen2Moe && d.shared_inter > 0;
-    d.moe_naming = a.moe == engine::MoeKind::kMixtral ? "mixtral" : "qwen";
+    d.shared_gate = a.moe == model::MoeKind::kQwen2Moe && d.shared_inter > 0;
+    d.moe_naming = a.moe == model::MoeKind::kMixtral ? "mixtral" : "qwen";
   } else {
     d.layer_moe.assign(static_cast<size_t>(d.layers), 0);
   }
@@ -543,12 +543,12 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
   const std::string torch_dtype = dtype_of(f);
 
   // The engine's view: does it run this config (calibration, evaluation)?
-  bool engine_ok = false, engine_type = engine::find_architecture(model_type) != nullptr;
+  bool engine_ok = false, engine_type = model::find_architecture(model_type) != nullptr;
   std::string engine_detail;
   std::string engine_item;
-  std::optional<engine::ModelConfig> mc;
+  std::optional<model::ModelConfig> mc;
   try {
-    mc = engine::ModelConfig::parse(config, config_file);
+    mc = model::ModelConfig::parse(config, config_file);
     engine_ok = true;
     engine_detail = "qloom's engine runs model_type \"" + model_type +
                     "\": calibration (static scales, GPTQ / AWQ / SmoothQuant) and evaluation are available";
@@ -563,7 +563,7 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
     no_rope.erase("rope_scaling");
     no_rope.erase("rope_parameters");
     try {
-      mc = engine::ModelConfig::parse(no_rope, config_file);
+      mc = model::ModelConfig::parse(no_rope, config_file);
     } catch (const Error&) {
     }
   }
@@ -643,7 +643,7 @@ nlohmann::ordered_json analyze_config(const nlohmann::json& config, const std::s
   if (!model_type.empty() && !engine_type)
     risks.push_back({"unsupported_architecture", "high",
                      "qloom's engine does not run model_type \"" + model_type + "\" (supported: " +
-                         engine::supported_model_types() +
+                         model::supported_model_types() +
                          "): calibration (static activation / KV scales, GPTQ, AWQ, SmoothQuant) and "
                          "evaluation are unavailable",
                      "use a weight-only scheme without an algorithm (RTN: int4_wo_*, uint4_wo_*, ptpc_fp8, "

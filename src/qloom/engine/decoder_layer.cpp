@@ -12,7 +12,7 @@
 
 namespace qloom::engine {
 
-DecoderSetup DecoderSetup::make(const ModelConfig& config, const Architecture& arch, const std::string& label) {
+DecoderSetup DecoderSetup::make(const model::ModelConfig& config, const model::Architecture& arch, const std::string& label) {
   DecoderSetup s;
   s.config = &config;
   s.arch = &arch;
@@ -23,7 +23,7 @@ DecoderSetup DecoderSetup::make(const ModelConfig& config, const Architecture& a
   return s;
 }
 
-void check_token_ids(const ModelConfig& c, std::span<const int32_t> tokens) {
+void check_token_ids(const model::ModelConfig& c, std::span<const int32_t> tokens) {
   for (size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= c.vocab_size) {
       std::string msg = "token id ";
@@ -38,7 +38,7 @@ void check_token_ids(const ModelConfig& c, std::span<const int32_t> tokens) {
   }
 }
 
-void embed_tokens(const ModelConfig& c, const LinearWeight& e, std::span<const int32_t> tokens, float* x) {
+void embed_tokens(const model::ModelConfig& c, const LinearWeight& e, std::span<const int32_t> tokens, float* x) {
   const int64_t D = c.hidden_size;
   for (size_t t = 0; t < tokens.size(); ++t) {
     const int64_t id = tokens[t];
@@ -53,7 +53,7 @@ void embed_tokens(const ModelConfig& c, const LinearWeight& e, std::span<const i
 
 namespace {
 
-AttentionShape attention_shape(const ModelConfig& c, int layer) {
+AttentionShape attention_shape(const model::ModelConfig& c, int layer) {
   AttentionShape shape;
   shape.heads = c.num_heads;
   shape.kv_heads = c.num_kv_heads;
@@ -99,7 +99,7 @@ namespace {
 template <class Attend>
 void run_layer(ForwardContext& ctx, const DecoderSetup& s, int layer, const LayerWeights& L, float* x, float* h,
                float* y, int64_t T, LayerPart part, const Attend& attend) {
-  const ModelConfig& c = *s.config;
+  const model::ModelConfig& c = *s.config;
   const int64_t D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   if (part != LayerPart::kFeedForward) {
@@ -148,7 +148,7 @@ void advance_decoder_layer(ForwardContext& ctx, const DecoderSetup& s, int layer
   if (to <= st.reached || to > kLayerDone)
     throw Error(ErrorKind::kUsage, "", "layer " + std::to_string(layer),
                 "cannot advance a layer from stage " + std::to_string(st.reached) + " to " + std::to_string(to));
-  const ModelConfig& c = *s.config;
+  const model::ModelConfig& c = *s.config;
   const int64_t D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   std::vector<float> next;

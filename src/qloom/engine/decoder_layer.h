@@ -12,18 +12,18 @@
 
 #include "qloom/engine/activations.h"
 #include "qloom/engine/attention.h"
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 #include "qloom/engine/forward_context.h"
 #include "qloom/engine/layer_weights.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/engine/rope.h"
 
 namespace qloom::engine {
 
 // What every layer of one model shares. `config` and `arch` must outlive it.
 struct DecoderSetup {
-  const ModelConfig* config = nullptr;
-  const Architecture* arch = nullptr;
+  const model::ModelConfig* config = nullptr;
+  const model::Architecture* arch = nullptr;
   Activation act = Activation::kSilu;
   Rope rope_global, rope_local;
   // Per layer (k, v) scales of an fp8 KV cache (LoadOptions::kv_cache_fp8_scales), or empty.
@@ -31,15 +31,15 @@ struct DecoderSetup {
 
   // Throws kUnsupported (from parse_activation) for an unknown activation;
   // `label` names config.json in errors.
-  static DecoderSetup make(const ModelConfig& config, const Architecture& arch, const std::string& label);
+  static DecoderSetup make(const model::ModelConfig& config, const model::Architecture& arch, const std::string& label);
 };
 
 // Throws kInvalidInput naming the first token id outside [0, vocab_size).
-void check_token_ids(const ModelConfig& c, std::span<const int32_t> tokens);
+void check_token_ids(const model::ModelConfig& c, std::span<const int32_t> tokens);
 
 // x[t, :] = embedding row of tokens[t] (widened to fp32, times embed_scale).
 // Ids must be valid (check_token_ids).
-void embed_tokens(const ModelConfig& c, const LinearWeight& embed, std::span<const int32_t> tokens, float* x);
+void embed_tokens(const model::ModelConfig& c, const LinearWeight& embed, std::span<const int32_t> tokens, float* x);
 
 // Which part of a decoder layer to run.
 // kFirstHalf followed by kFeedForward on its result computes, bit for bit,

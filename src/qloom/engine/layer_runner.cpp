@@ -12,7 +12,7 @@ namespace {
 
 class LayerRunnerImpl final : public LayerRunner {
  public:
-  LayerRunnerImpl(std::unique_ptr<io::ModelDir> dir, ModelConfig config, const Architecture& arch,
+  LayerRunnerImpl(std::unique_ptr<io::ModelDir> dir, model::ModelConfig config, const model::Architecture& arch,
                   const LoadOptions& options, const WeightSource* weights, std::string label)
       : dir_(std::move(dir)), config_(std::move(config)), arch_(arch), mode_(options.weights),
         label_(std::move(label)), pool_(options.threads) {
@@ -23,7 +23,7 @@ class LayerRunnerImpl final : public LayerRunner {
     final_norm_ = load_final_norm(*src_, config_, arch_, label_);
   }
 
-  const ModelConfig& config() const override { return config_; }
+  const model::ModelConfig& config() const override { return config_; }
   ThreadPool& pool() override { return pool_; }
 
   std::vector<float> embed(std::span<const int32_t> tokens) const override {
@@ -104,8 +104,8 @@ class LayerRunnerImpl final : public LayerRunner {
   }
 
   std::unique_ptr<io::ModelDir> dir_;  // the plain source reads it (stable address)
-  ModelConfig config_;
-  const Architecture& arch_;
+  model::ModelConfig config_;
+  const model::Architecture& arch_;
   LoadOptions::Weights mode_;
   std::unique_ptr<WeightSource> own_;
   const WeightSource* src_ = nullptr;
@@ -163,8 +163,8 @@ std::unique_ptr<LayerRunner> LayerRunner::open(const std::filesystem::path& mode
   // Size fields against the tensors present (io/config_sizes.h) before
   // anything is sized by them.
   if (!dir->weight_files().empty()) io::check_config_sizes(dir->config(), dir->weights(), label);
-  ModelConfig config = ModelConfig::parse(dir->config(), label);
-  const Architecture* arch = find_architecture(config.model_type);
+  model::ModelConfig config = model::ModelConfig::parse(dir->config(), label);
+  const model::Architecture* arch = model::find_architecture(config.model_type);
   if (!arch) throw Error(ErrorKind::kInternal, label, "model_type", "architecture table out of sync");
   parse_activation(config.hidden_act, label);  // fail before reading any weight
   return std::make_unique<LayerRunnerImpl>(std::move(dir), std::move(config), *arch, options, weights, label);

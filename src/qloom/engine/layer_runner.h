@@ -54,7 +54,7 @@ class LayerRunner {
                                            const WeightSource* weights = nullptr);
   virtual ~LayerRunner() = default;
 
-  virtual const ModelConfig& config() const = 0;
+  virtual const model::ModelConfig& config() const = 0;
   virtual ThreadPool& pool() = 0;
 
   // The embedded tokens, [T, hidden] fp32. Throws kInvalidInput for ids

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 #include "qloom/engine/decoder_layer.h"
 #include "qloom/engine/kv_cache.h"
 #include "qloom/engine/norms.h"
@@ -21,14 +21,14 @@ namespace {
 
 class ModelImpl final : public Model {
  public:
-  ModelImpl(ModelConfig config, const Architecture& arch, ModelWeights weights, const LoadOptions& options,
+  ModelImpl(model::ModelConfig config, const model::Architecture& arch, ModelWeights weights, const LoadOptions& options,
             const std::string& label)
       : config_(std::move(config)), w_(std::move(weights)), pool_(options.threads) {
     setup_ = DecoderSetup::make(config_, arch, label);
     setup_.kv_fp8_scales = options.kv_cache_fp8_scales;
   }
 
-  const ModelConfig& config() const override { return config_; }
+  const model::ModelConfig& config() const override { return config_; }
   ThreadPool& pool() override { return pool_; }
   size_t weight_bytes() const override { return w_.bytes(); }
 
@@ -47,7 +47,7 @@ class ModelImpl final : public Model {
   // (h: scratch of rows * hidden floats).
   std::vector<float> head_logits(ForwardContext& ctx, const float* x, int64_t rows, float* h);
 
-  ModelConfig config_;
+  model::ModelConfig config_;
   ModelWeights w_;
   ThreadPool pool_;
   DecoderSetup setup_;  // points into config_
@@ -105,7 +105,7 @@ std::vector<float> ModelImpl::head_logits(ForwardContext& ctx, const float* x, i
 }
 
 // Every cache is this model's, distinct, with room for one more position.
-std::vector<KvCacheImpl*> batch_caches(const ModelConfig& c, const DecoderSetup& setup,
+std::vector<KvCacheImpl*> batch_caches(const model::ModelConfig& c, const DecoderSetup& setup,
                                        std::span<KvCache* const> caches) {
   std::vector<KvCacheImpl*> out;
   for (KvCache* base : caches) {
@@ -172,8 +172,8 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& model_dir, const
   // Size fields against the tensors present (io/config_sizes.h) before
   // anything is sized by them.
   if (!dir.weight_files().empty()) io::check_config_sizes(dir.config(), dir.weights(), label);
-  ModelConfig config = ModelConfig::parse(dir.config(), label);
-  const Architecture* arch = find_architecture(config.model_type);
+  model::ModelConfig config = model::ModelConfig::parse(dir.config(), label);
+  const model::Architecture* arch = model::find_architecture(config.model_type);
   if (!arch) throw Error(ErrorKind::kInternal, label, "model_type", "architecture table out of sync");
   parse_activation(config.hidden_act, label);  // fail before reading any weight
   if (!options.kv_cache_fp8_scales.empty() &&

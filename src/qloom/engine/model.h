@@ -21,7 +21,7 @@
 
 #include "qloom/core/thread_pool.h"
 #include "qloom/engine/attention_probs.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/engine/weight_source.h"
 
 namespace qloom::engine {
@@ -87,7 +87,7 @@ class Model {
                                      const WeightSource* weights = nullptr);
   virtual ~Model() = default;
 
-  virtual const ModelConfig& config() const = 0;
+  virtual const model::ModelConfig& config() const = 0;
   virtual ThreadPool& pool() = 0;
 
   // A cache able to hold up to `max_tokens` positions.

@@ -5,7 +5,7 @@
 
 namespace qloom::engine {
 
-Rope::Rope(const ModelConfig::Rope& p, int64_t rotary_dim) : rotary_dim_(rotary_dim) {
+Rope::Rope(const model::ModelConfig::Rope& p, int64_t rotary_dim) : rotary_dim_(rotary_dim) {
   const int64_t half = rotary_dim / 2;
   inv_freq_.resize(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {

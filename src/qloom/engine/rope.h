@@ -8,14 +8,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 
 namespace qloom::engine {
 
 class Rope {
  public:
   Rope() = default;
-  Rope(const ModelConfig::Rope& params, int64_t rotary_dim);
+  Rope(const model::ModelConfig::Rope& params, int64_t rotary_dim);
 
   int64_t rotary_dim() const { return rotary_dim_; }
   const std::vector<float>& inv_freq() const { return inv_freq_; }

@@ -163,7 +163,7 @@ MlpWeights load_mlp(const Loader& L, const std::string& p, const char* gate, con
   return m;
 }
 
-AttentionWeights load_attention(const Loader& L, const ModelConfig& c, const Architecture& a,
+AttentionWeights load_attention(const Loader& L, const model::ModelConfig& c, const model::Architecture& a,
                                 const std::string& p) {
   AttentionWeights w;
   const int64_t D = c.hidden_size, hd = c.head_dim;
@@ -183,17 +183,17 @@ AttentionWeights load_attention(const Loader& L, const ModelConfig& c, const Arc
   return w;
 }
 
-MoeWeights load_moe(const Loader& L, const ModelConfig& c, const Architecture& a, const std::string& p) {
+MoeWeights load_moe(const Loader& L, const model::ModelConfig& c, const model::Architecture& a, const std::string& p) {
   MoeWeights m;
   const int64_t D = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
-  const std::string block = p + (a.moe == MoeKind::kMixtral ? "block_sparse_moe." : "mlp.");
+  const std::string block = p + (a.moe == model::MoeKind::kMixtral ? "block_sparse_moe." : "mlp.");
   m.router = L.linear(block + "gate", E, D, false);
   for (int64_t e = 0; e < E; ++e) {
     std::string ep = block + "experts." + std::to_string(e) + ".";
-    if (a.moe == MoeKind::kMixtral) m.experts.push_back(load_mlp(L, ep, "w1", "w3", "w2", D, I, false));
+    if (a.moe == model::MoeKind::kMixtral) m.experts.push_back(load_mlp(L, ep, "w1", "w3", "w2", D, I, false));
     else m.experts.push_back(load_mlp(L, ep, "gate_proj", "up_proj", "down_proj", D, I, false));
   }
-  if (a.moe == MoeKind::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
+  if (a.moe == model::MoeKind::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
     m.has_shared = true;
     m.shared = load_mlp(L, block + "shared_expert.", "gate_proj", "up_proj", "down_proj", D,
                         c.shared_expert_intermediate_size, false);
@@ -222,12 +222,12 @@ size_t ModelWeights::bytes() const {
   return b;
 }
 
-NamedLinear load_embedding(const WeightSource& src, const ModelConfig& c, LoadOptions::Weights mode,
+NamedLinear load_embedding(const WeightSource& src, const model::ModelConfig& c, LoadOptions::Weights mode,
                            const std::string& label) {
   return Loader(src, mode, label).plain("model.embed_tokens", c.vocab_size, c.hidden_size, false);
 }
 
-LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+LayerWeights load_layer_weights(const WeightSource& src, const model::ModelConfig& c, const model::Architecture& a,
                                 LoadOptions::Weights mode, const std::string& label, int64_t i,
                                 LoadOptions::Compute compute) {
   Loader L(src, mode, label, compute);
@@ -253,12 +253,12 @@ LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, c
   return l;
 }
 
-std::vector<float> load_final_norm(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+std::vector<float> load_final_norm(const WeightSource& src, const model::ModelConfig& c, const model::Architecture& a,
                                    const std::string& label) {
   return Loader(src, LoadOptions::Weights::kF32, label).norm("model.norm.weight", c.hidden_size, a.gemma_norm);
 }
 
-ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+ModelWeights load_weights(const WeightSource& src, const model::ModelConfig& c, const model::Architecture& a,
                           LoadOptions::Weights mode, const std::string& label, LoadOptions::Compute compute) {
   ModelWeights m;
   m.embed = load_embedding(src, c, mode, label);

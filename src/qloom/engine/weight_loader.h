@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 #include "qloom/engine/layer_weights.h"
 #include "qloom/engine/model.h"
 
@@ -22,18 +22,18 @@ namespace qloom::engine {
 
 // compute: LoadOptions::compute (kBF16 puts every linear, lm_head included,
 // on the native bf16 dot kernel; see model.h).
-ModelWeights load_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+ModelWeights load_weights(const WeightSource& src, const model::ModelConfig& c, const model::Architecture& a,
                           LoadOptions::Weights mode, const std::string& label,
                           LoadOptions::Compute compute = LoadOptions::Compute::kF32);
 
 // The parts load_weights is made of, for loading one decoder layer at a time
 // (layer_runner.h): the token embedding, decoder layer `i`, the final norm.
-NamedLinear load_embedding(const WeightSource& src, const ModelConfig& c, LoadOptions::Weights mode,
+NamedLinear load_embedding(const WeightSource& src, const model::ModelConfig& c, LoadOptions::Weights mode,
                            const std::string& label);
-LayerWeights load_layer_weights(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+LayerWeights load_layer_weights(const WeightSource& src, const model::ModelConfig& c, const model::Architecture& a,
                                 LoadOptions::Weights mode, const std::string& label, int64_t i,
                                 LoadOptions::Compute compute = LoadOptions::Compute::kF32);
-std::vector<float> load_final_norm(const WeightSource& src, const ModelConfig& c, const Architecture& a,
+std::vector<float> load_final_norm(const WeightSource& src, const model::ModelConfig& c, const model::Architecture& a,
                                    const std::string& label);
 
 }  // namespace qloom::engine

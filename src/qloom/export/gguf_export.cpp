@@ -8,7 +8,7 @@
 
 #include "qloom/core/convert.h"
 #include "qloom/core/error.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/export/gguf_metadata.h"
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_tensors.h"
@@ -38,7 +38,7 @@ struct Entry {
 struct Ctx {
   explicit Ctx(io::ModelDir d) : dir(std::move(d)) {}
   io::ModelDir dir;
-  engine::ModelConfig cfg;
+  model::ModelConfig cfg;
   std::string file;  // config.json, for errors
   GgufExportOptions opt;
   std::unordered_map<std::string, quant::QuantSpec> specs;  // module -> weight spec
@@ -287,7 +287,7 @@ GgufExportSummary export_gguf(const fs::path& quark_dir, const fs::path& out_fil
     throw Error(ErrorKind::kUnsupported, c.file, "model_type",
                 "GGUF export supports the llama architecture only, not '" + model_type + "'",
                 "export a llama-family checkpoint (e.g. SmolLM2)");
-  c.cfg = engine::ModelConfig::parse(c.dir.config(), c.file);
+  c.cfg = model::ModelConfig::parse(c.dir.config(), c.file);
   read_quant_config(c);
   std::vector<Entry> entries = llama_entries(c);
   check_all_mapped(c, entries);

@@ -216,7 +216,7 @@ void add_llama_vocab(io::GgufWriter& w, const json& tj, Vocab v, const fs::path&
 
 }  // namespace
 
-void add_llama_metadata(io::GgufWriter& w, const engine::ModelConfig& cfg, const std::string& name, uint32_t file_type,
+void add_llama_metadata(io::GgufWriter& w, const model::ModelConfig& cfg, const std::string& name, uint32_t file_type,
                         const std::string& config_file) {
   w.add_string("general.architecture", "llama");
   w.add_string("general.type", "model");
@@ -247,7 +247,7 @@ void add_llama_metadata(io::GgufWriter& w, const engine::ModelConfig& cfg, const
   w.add_u32("general.quantization_version", 2);
 }
 
-void add_tokenizer_metadata(io::GgufWriter& w, const fs::path& model_dir, const engine::ModelConfig& cfg,
+void add_tokenizer_metadata(io::GgufWriter& w, const fs::path& model_dir, const model::ModelConfig& cfg,
                             std::vector<std::string>& warnings) {
   const fs::path file = model_dir / "tokenizer.json";
   if (!fs::is_regular_file(file))

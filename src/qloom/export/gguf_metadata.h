@@ -35,18 +35,18 @@
 #include <string>
 #include <vector>
 
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/io/gguf_writer.h"
 
 namespace qloom::exporter {
 
 // llama.* hyperparameters and general.*. Throws kUnsupported naming the
 // config field for a rope scaling llama.cpp's llama graph does not take here.
-void add_llama_metadata(io::GgufWriter& w, const engine::ModelConfig& cfg, const std::string& name,
+void add_llama_metadata(io::GgufWriter& w, const model::ModelConfig& cfg, const std::string& name,
                         uint32_t file_type, const std::string& config_file);
 
 // tokenizer.* from `model_dir`. Appends to `warnings`.
 void add_tokenizer_metadata(io::GgufWriter& w, const std::filesystem::path& model_dir,
-                            const engine::ModelConfig& cfg, std::vector<std::string>& warnings);
+                            const model::ModelConfig& cfg, std::vector<std::string>& warnings);
 
 }  // namespace qloom::exporter

@@ -1,8 +1,9 @@
 // Tensor layout of dense decoder-only transformers in HuggingFace naming:
 // which tensors a config implies, with their shapes. Used to generate
 // synthetic models and to check that a checkpoint holds what its config says.
-// Families: llama, mistral, qwen2 (q/k/v bias), qwen3 (q/k RMSNorm).
-// MoE and other families are added with the engine.
+// Families: llama, mistral, qwen2 (q/k/v bias), qwen3 (q/k RMSNorm). The
+// config is read by ModelConfig::parse (model_config.h), the one strict
+// config.json reader the engine uses too.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@ struct DecoderShape {
   uint64_t vocab_size = 0;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;  // qwen2, or attention_bias: true
+  bool o_bias = false;    // attention_bias: true (not qwen2)
+  bool mlp_bias = false;  // mlp_bias: true
   bool qk_norm = false;   // qwen3
 };
 
@@ -35,8 +38,9 @@ struct LayoutTensor {
   TensorRole role;
 };
 
-// Reads the shape from a config.json object. Throws qloom::Error naming
-// `config_label` and the missing/invalid field; kUnsupported for other families.
+// Reads the shape from a config.json object through ModelConfig::parse.
+// Throws qloom::Error naming `config_label` and the missing/invalid field;
+// kUnsupported for other families.
 DecoderShape decoder_shape_from_config(const nlohmann::json& config, const std::string& config_label);
 
 // Every tensor of the model in module order (embeddings, layers, final norm, lm_head).

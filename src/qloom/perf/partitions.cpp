@@ -4,7 +4,7 @@
 #include <map>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/quant/layer_selection.h"
 #include "qloom/quant/scheme_registry.h"
@@ -42,7 +42,7 @@ DType model_dtype_of(const io::ModelDir& dir, const std::vector<quant::LinearLay
 
 void fill_geometry(const io::ModelDir& dir, const PartitionPlan& plan, const std::vector<quant::LinearLayer>& linears,
                    ModelGeometry& g) {
-  const engine::ModelConfig c = engine::ModelConfig::parse(dir.config(), (dir.path() / "config.json").string());
+  const model::ModelConfig c = model::ModelConfig::parse(dir.config(), (dir.path() / "config.json").string());
   g.model_type = c.model_type;
   g.model_dtype = model_dtype_of(dir, linears);
   g.num_layers = c.num_layers;

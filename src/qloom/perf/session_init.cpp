@@ -9,7 +9,7 @@
 #include "qloom/agent/environment.h"
 #include "qloom/build_info.h"
 #include "qloom/core/error.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/job/algo_config_file.h"
 #include "qloom/job/quantize_args.h"
 #include "qloom/io/model_dir.h"
@@ -179,7 +179,7 @@ void validate_inputs(SessionCtx& ctx) {
     require_model_dirs(ctx.spec);
     for (const std::string& m : {ctx.spec.model, ctx.spec.base_model}) {
       io::ModelDir dir = io::ModelDir::open(m);
-      engine::ModelConfig::parse(dir.config(), (fs::path(m) / "config.json").string());
+      model::ModelConfig::parse(dir.config(), (fs::path(m) / "config.json").string());
     }
     for (const auto& [name, value] : ctx.spec.not_applicable)
       ctx.store.warn("--" + name + " " + value + ": a GPU serving option of quark-quant-perf, not applicable to "

@@ -157,7 +157,7 @@ AbbaResult AbbaResult::from_json(const Json& j, const std::string& where) {
 
 // ---- prompts ----
 
-std::vector<int32_t> prompt_token_pool(const text::Tokenizer& tok, const engine::ModelConfig& cfg) {
+std::vector<int32_t> prompt_token_pool(const text::Tokenizer& tok, const model::ModelConfig& cfg) {
   const int64_t v = std::min<int64_t>(cfg.vocab_size, tok.vocab_size());
   std::vector<bool> banned(size_t(std::max<int64_t>(v, 0)), false);
   auto ban = [&](int64_t id) {

@@ -56,7 +56,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/text/tokenizer.h"
 #include "qloom/export/checkpoint_runtime.h"
 #include "qloom/perf/throughput_protocol.h"
@@ -116,7 +116,7 @@ struct ThroughputMeasurement {
 };
 
 // The token ids prompts are drawn from (see the file comment), ascending.
-std::vector<int32_t> prompt_token_pool(const text::Tokenizer& tok, const engine::ModelConfig& cfg);
+std::vector<int32_t> prompt_token_pool(const text::Tokenizer& tok, const model::ModelConfig& cfg);
 
 // Loaded engines keyed by (model directory, threads, runtime), so workloads
 // that differ only in batch layout share one copy of the weights. Runtime

@@ -53,7 +53,7 @@ RunSample sample_of(double seconds, int64_t out_tokens, int64_t prompt_tokens) {
 }
 
 // Prompts of the spec, from the model directory's vocabulary.
-std::vector<std::vector<int32_t>> prompts_for(const fs::path& dir, const engine::ModelConfig& cfg,
+std::vector<std::vector<int32_t>> prompts_for(const fs::path& dir, const model::ModelConfig& cfg,
                                               const ThroughputSpec& spec) {
   const text::Tokenizer tok = text::Tokenizer::load(dir);
   return random_prompts(prompt_token_pool(tok, cfg), num_prompts(spec), spec.isl, spec.seed);
@@ -90,7 +90,7 @@ class EngineWorkload final : public Workload {
 EngineWorkload::EngineWorkload(const fs::path& dir, const ThroughputSpec& spec, const RunnerSettings& settings,
                                std::shared_ptr<exporter::LoadedModel> lm)
     : lm_(std::move(lm)) {
-  const engine::ModelConfig& cfg = lm_->model->config();
+  const model::ModelConfig& cfg = lm_->model->config();
   check_spec(spec, cfg.max_position_embeddings);
   model_dir_ = fs::absolute(dir).lexically_normal().string();
   spec_ = spec;
@@ -217,8 +217,8 @@ class ServerWorkload final : public Workload {
 };
 
 ServerWorkload::ServerWorkload(const fs::path& dir, const ThroughputSpec& spec) {
-  const engine::ModelConfig cfg =
-      engine::ModelConfig::parse(io::ModelDir::open(dir).config(), (dir / "config.json").string());
+  const model::ModelConfig cfg =
+      model::ModelConfig::parse(io::ModelDir::open(dir).config(), (dir / "config.json").string());
   check_spec(spec, 0);  // the server enforces its own context (HTTP 400, quoted in the error)
   model_dir_ = fs::absolute(dir).lexically_normal().string();
   spec_ = spec;

@@ -163,7 +163,7 @@ class AlgorithmStage {
   // quantized ones: the pipeline then carries both streams layer to layer
   // (LayerSession::float_inputs; twice the activation memory).
   virtual bool wants_float_stream() const { return false; }
-  virtual void start(const engine::ModelConfig& /*config*/) {}
+  virtual void start(const model::ModelConfig& /*config*/) {}
   virtual void process_layer(LayerSession& session) = 0;
   virtual void finish(PipelineSummary& /*summary*/) {}
 };

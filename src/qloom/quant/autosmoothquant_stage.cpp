@@ -72,7 +72,7 @@ class AutoSmoothQuantStage final : public AlgorithmStage {
     return j;
   }
 
-  void start(const engine::ModelConfig& config) override {
+  void start(const model::ModelConfig& config) override {
     check_scaling_layers(c_.scaling_layers, config, std::string(kAutosmoothquantPrefix) + "scaling_layers");
   }
 

@@ -134,7 +134,7 @@ AwqConfig AwqConfig::from_json(const nlohmann::json& j) {
   return c;
 }
 
-nlohmann::json AwqConfig::to_json(const engine::ModelConfig& config) const {
+nlohmann::json AwqConfig::to_json(const model::ModelConfig& config) const {
   nlohmann::json j = nlohmann::json::object();
   j["name"] = "awq";
   j["scaling_layers"] = quark_scaling_layers(config);

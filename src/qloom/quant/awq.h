@@ -56,7 +56,7 @@
 
 #include "qloom/core/dtype.h"
 #include "qloom/engine/gemm.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/quant/quant_spec.h"
 
 namespace qloom::quant {
@@ -83,7 +83,7 @@ struct AwqConfig {
   // unloadable in Quark: qloom's own parameters go to params_json() instead.
   // (The pipeline's AWQ stage, awq_stage.h, writes the groups it actually
   // folded, in Quark's key order, rather than every applicable group.)
-  nlohmann::json to_json(const engine::ModelConfig& config) const;
+  nlohmann::json to_json(const model::ModelConfig& config) const;
   // qloom's parameters ({"n_grid", "duo_scaling", "clip", "max_shrink",
   // "clip_n_grid", "clip_max_tokens"}), for reports; from_json accepts it.
   nlohmann::json params_json() const;

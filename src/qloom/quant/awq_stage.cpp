@@ -67,7 +67,7 @@ class AwqStage final : public AlgorithmStage {
     return j;
   }
 
-  void start(const engine::ModelConfig& config) override {
+  void start(const model::ModelConfig& config) override {
     check_scaling_layers(c_.scaling_layers, config, std::string(kAwqPrefix) + "scaling_layers");
   }
 

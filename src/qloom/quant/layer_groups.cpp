@@ -3,14 +3,14 @@
 #include <set>
 
 #include "qloom/core/error.h"
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 
 namespace qloom::quant {
 namespace {
 
-using engine::Architecture;
-using engine::ModelConfig;
-using engine::MoeKind;
+using model::Architecture;
+using model::ModelConfig;
+using model::MoeKind;
 
 std::string layer_prefix(int layer) {
   std::string p = "model.layers.";
@@ -129,13 +129,13 @@ void add_moe(std::vector<ScalingGroup>& out, const ModelConfig& c, const Archite
 }  // namespace
 
 std::vector<ScalingGroup> layer_scaling_groups(const ModelConfig& c, int layer) {
-  const Architecture* a = engine::find_architecture(c.model_type);
+  const Architecture* a = model::find_architecture(c.model_type);
   if (a == nullptr) {
     std::string msg = "model_type '";
     msg += c.model_type;
     msg += "' has no scaling groups";
     std::string remedy = "supported: ";
-    remedy += engine::supported_model_types();
+    remedy += model::supported_model_types();
     throw Error(ErrorKind::kUnsupported, "config.json", "model_type", msg, remedy);
   }
   if (layer < 0 || layer >= c.num_layers) {

@@ -58,7 +58,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 
 namespace qloom::quant {
 
@@ -97,7 +97,7 @@ struct ScalingGroup {
 // order, including inapplicable ones (applicable = false, skip_reason set).
 // Throws Error(kUnsupported) for a model_type the engine does not support,
 // Error(kUsage) for a layer index out of range.
-std::vector<ScalingGroup> layer_scaling_groups(const engine::ModelConfig& config, int layer);
+std::vector<ScalingGroup> layer_scaling_groups(const model::ModelConfig& config, int layer);
 
 // Quark's scaling_layers list (AWQConfig / SmoothQuantConfig "scaling_layers")
 // for what qloom does on this model: one entry per applicable group kind, names
@@ -105,6 +105,6 @@ std::vector<ScalingGroup> layer_scaling_groups(const engine::ModelConfig& config
 // the union over all layers in first-seen order (MoE expert groups one per
 // expert, as Quark lists them). Fold-only readers are not listed (Quark has no
 // field for them).
-nlohmann::json quark_scaling_layers(const engine::ModelConfig& config);
+nlohmann::json quark_scaling_layers(const model::ModelConfig& config);
 
 }  // namespace qloom::quant

@@ -1,7 +1,7 @@
 #include "qloom/quant/layer_tensors.h"
 
 #include "qloom/core/error.h"
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 #include "qloom/quant/quantize_ref.h"
 
 namespace qloom::quant {
@@ -24,7 +24,7 @@ LayerTensorRef find_layer_tensor(engine::LayerRunner& runner, const std::string&
   if (name.rfind(prefix, 0) != 0) not_found(name, "the tensor is not in the loaded layer " + std::to_string(layer));
   const std::string rel = name.substr(prefix.size());
   engine::LayerWeights& L = runner.layer_weights();
-  const engine::Architecture* arch = engine::find_architecture(runner.config().model_type);
+  const model::Architecture* arch = model::find_architecture(runner.config().model_type);
   LayerTensorRef ref;
   ref.gemma = arch != nullptr && arch->gemma_norm;
   if (rel == "input_layernorm.weight") ref.norm = &L.input_norm;

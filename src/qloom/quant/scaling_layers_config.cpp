@@ -89,7 +89,7 @@ ScalingLayerEntry scaling_entry_of(const ScalingGroup& g, int layer) {
 
 bool same_group(const ScalingLayerEntry& a, const ScalingLayerEntry& b) { return key_of(a) == key_of(b); }
 
-void check_scaling_layers(const std::vector<ScalingLayerEntry>& entries, const engine::ModelConfig& config,
+void check_scaling_layers(const std::vector<ScalingLayerEntry>& entries, const model::ModelConfig& config,
                           const std::string& item) {
   std::set<std::string> known;
   for (int i = 0; i < static_cast<int>(config.num_layers); ++i)

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 #include "qloom/quant/layer_groups.h"
 
 namespace qloom::quant {
@@ -51,7 +51,7 @@ bool same_group(const ScalingLayerEntry& a, const ScalingLayerEntry& b);
 
 // Every entry must describe a group qloom knows in some layer of the model
 // (applicable or not); throws Error(kUnsupported) naming item[i] otherwise.
-void check_scaling_layers(const std::vector<ScalingLayerEntry>& entries, const engine::ModelConfig& config,
+void check_scaling_layers(const std::vector<ScalingLayerEntry>& entries, const model::ModelConfig& config,
                           const std::string& item);
 
 nlohmann::ordered_json scaling_entry_json(const ScalingLayerEntry& e);

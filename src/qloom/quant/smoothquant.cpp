@@ -6,7 +6,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 #include "qloom/quant/layer_groups.h"
 
 namespace qloom::quant {
@@ -26,7 +26,7 @@ double number(const nlohmann::json& v, const std::string& key) {
 }  // namespace
 
 double default_smoothquant_alpha(std::string_view model_type) {
-  if (engine::find_architecture(model_type) == nullptr) {
+  if (model::find_architecture(model_type) == nullptr) {
     std::string msg = "no SmoothQuant defaults for model_type '";
     msg += model_type;
     msg += "'";
@@ -58,7 +58,7 @@ SmoothQuantConfig SmoothQuantConfig::from_json(const nlohmann::json& j, std::str
   return c;
 }
 
-nlohmann::json SmoothQuantConfig::to_json(const engine::ModelConfig& config) const {
+nlohmann::json SmoothQuantConfig::to_json(const model::ModelConfig& config) const {
   nlohmann::json j = nlohmann::json::object();
   j["name"] = "smooth";
   j["alpha"] = alpha;

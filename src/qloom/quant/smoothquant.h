@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qloom/engine/gemm.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/model_config.h"
 
 namespace qloom::quant {
 
@@ -52,7 +52,7 @@ struct SmoothQuantConfig {
   // model_decoder_layers "model.layers". (The pipeline's SmoothQuant stage,
   // smoothquant_stage.h, writes the groups it actually folded, in Quark's
   // key order, rather than every applicable group.)
-  nlohmann::json to_json(const engine::ModelConfig& config) const;
+  nlohmann::json to_json(const model::ModelConfig& config) const;
 };
 
 // s for one group. act_absmax: per input channel max |x| (size = every

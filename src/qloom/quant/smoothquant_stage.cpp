@@ -41,7 +41,7 @@ class SmoothQuantStage final : public AlgorithmStage {
     return j;
   }
 
-  void start(const engine::ModelConfig& config) override {
+  void start(const model::ModelConfig& config) override {
     check_scaling_layers(c_.scaling_layers, config, std::string(kSmoothquantPrefix) + "scaling_layers");
   }
 

@@ -63,7 +63,7 @@ engine::LoadOptions load_options(const ServerOptions& opt) {
   return o;
 }
 
-std::vector<int32_t> eos_ids(const text::Tokenizer& tok, const engine::ModelConfig& cfg) {
+std::vector<int32_t> eos_ids(const text::Tokenizer& tok, const model::ModelConfig& cfg) {
   std::vector<int32_t> ids;
   if (const auto eos = tok.eos_id()) ids.push_back(*eos);
   for (int64_t id : cfg.eos_token_ids)
@@ -112,7 +112,7 @@ Server::Impl::Impl(const fs::path& dir, ServerOptions o)
   name = !opt.served_model_name.empty() ? opt.served_model_name
          : abs.filename().empty()       ? abs.parent_path().filename().string()
                                         : abs.filename().string();
-  const engine::ModelConfig& cfg = lm.model->config();
+  const model::ModelConfig& cfg = lm.model->config();
   context = cfg.max_position_embeddings > 0 ? cfg.max_position_embeddings : 2048;
   max_tokens_limit = opt.max_tokens_limit > 0 ? std::min(opt.max_tokens_limit, context) : std::min<int64_t>(context, 4096);
   created = int64_t(std::time(nullptr));

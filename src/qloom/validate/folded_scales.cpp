@@ -6,7 +6,7 @@
 #include <set>
 
 #include "qloom/core/convert.h"
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 
 namespace qloom::validate {
 namespace {
@@ -135,7 +135,7 @@ FoldPlan plan_folded_scales(const json& qc, const io::ModelDir& source, const io
   const io::WeightIndex& qw = quantized.weights();
   bool gemma = false;
   if (const auto mt = source.config().find("model_type"); mt != source.config().end() && mt->is_string())
-    if (const engine::Architecture* a = engine::find_architecture(mt->get<std::string>())) gemma = a->gemma_norm;
+    if (const model::Architecture* a = model::find_architecture(mt->get<std::string>())) gemma = a->gemma_norm;
   auto f = [gemma](double w) { return gemma ? 1.0 + w : w; };
   const GqaShape gqa = GqaShape::of(source.config());
 

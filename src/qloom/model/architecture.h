@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace qloom::engine {
+namespace qloom::model {
 
 enum class MoeKind { kNone, kMixtral, kQwen2Moe, kQwen3Moe };
 // How a layer chooses sliding-window attention when config.json has no
@@ -51,4 +51,4 @@ const Architecture* find_architecture(std::string_view model_type);
 // "llama, mistral, ..." for error messages.
 std::string supported_model_types();
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

@@ -12,11 +12,11 @@
 // (top level and dict) must agree, else kInvalidInput naming both.
 #pragma once
 
-#include "qloom/engine/architecture.h"
-#include "qloom/engine/config_reader.h"
-#include "qloom/engine/model_config.h"
+#include "qloom/model/architecture.h"
+#include "qloom/model/config_reader.h"
+#include "qloom/model/model_config.h"
 
-namespace qloom::engine {
+namespace qloom::model {
 
 struct RopeConfig {
   ModelConfig::Rope global;  // full-attention layers
@@ -28,4 +28,4 @@ struct RopeConfig {
 // original_max_position_embeddings, as transformers 5 takes it.
 RopeConfig parse_rope_config(const ConfigReader& r, const Architecture& a, int64_t max_position_embeddings);
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

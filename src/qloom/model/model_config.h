@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace qloom::engine {
+namespace qloom::model {
 
 struct ModelConfig {
   std::string model_type;
@@ -67,4 +67,4 @@ struct ModelConfig {
   static ModelConfig parse(const nlohmann::json& config, const std::string& source = "config.json");
 };
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

@@ -1,4 +1,4 @@
-#include "qloom/engine/rope_config.h"
+#include "qloom/model/rope_config.h"
 
 #include <optional>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "qloom/core/error.h"
 
-namespace qloom::engine {
+namespace qloom::model {
 namespace {
 
 using nlohmann::json;
@@ -137,4 +137,4 @@ RopeConfig parse_rope_config(const ConfigReader& r, const Architecture& a, int64
   return out;
 }
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

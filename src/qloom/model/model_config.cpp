@@ -8,13 +8,13 @@
 
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
-#include "qloom/engine/architecture.h"
-#include "qloom/engine/config_keys.h"
-#include "qloom/engine/config_reader.h"
-#include "qloom/engine/model_config.h"
-#include "qloom/engine/rope_config.h"
+#include "qloom/model/architecture.h"
+#include "qloom/model/config_keys.h"
+#include "qloom/model/config_reader.h"
+#include "qloom/model/model_config.h"
+#include "qloom/model/rope_config.h"
 
-namespace qloom::engine {
+namespace qloom::model {
 namespace {
 
 using nlohmann::json;
@@ -132,6 +132,10 @@ void parse_sizes(const Reader& r, const Architecture& a, ModelConfig& c) {
   c.num_kv_heads = r.positive("num_key_value_heads", c.num_heads);
   if (c.num_heads % c.num_kv_heads != 0) r.bad("num_key_value_heads", "must divide num_attention_heads");
   // An explicit "head_dim": null means hidden_size / num_attention_heads, as transformers derives it.
+  const bool derived = !r.has("head_dim") && !(a.default_head_dim > 0 && !r.j.contains("head_dim"));
+  if (derived && c.hidden_size % c.num_heads != 0)
+    r.bad("num_attention_heads", "does not divide hidden_size (" + std::to_string(c.hidden_size) +
+                                     ") and no head_dim is given; set head_dim in config.json");
   const int64_t def_hd =
       a.default_head_dim > 0 && !r.j.contains("head_dim") ? a.default_head_dim : c.hidden_size / c.num_heads;
   c.head_dim = r.positive("head_dim", def_hd);
@@ -244,4 +248,4 @@ ModelConfig ModelConfig::parse(const nlohmann::json& config, const std::string& 
   return c;
 }
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

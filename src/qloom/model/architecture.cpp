@@ -1,8 +1,8 @@
-#include "qloom/engine/architecture.h"
+#include "qloom/model/architecture.h"
 
 #include <array>
 
-namespace qloom::engine {
+namespace qloom::model {
 namespace {
 
 Architecture make_architecture(std::string_view type) {
@@ -83,4 +83,4 @@ std::string supported_model_types() {
   return s;
 }
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

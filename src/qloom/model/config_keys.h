@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace qloom::engine {
+namespace qloom::model {
 
 // True when `key` is interpreted or known-ignored for `model_type`.
 bool config_key_known(std::string_view model_type, std::string_view key);
@@ -34,4 +34,4 @@ bool key_suggests_maths(std::string_view key);
 void check_config_keys(const nlohmann::json& config, std::string_view model_type, const std::string& source,
                        const std::string& path = "");
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

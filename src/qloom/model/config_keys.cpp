@@ -1,4 +1,4 @@
-#include "qloom/engine/config_keys.h"
+#include "qloom/model/config_keys.h"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 
 #include "qloom/core/error.h"
 
-namespace qloom::engine {
+namespace qloom::model {
 namespace {
 
 using Keys = std::vector<std::string_view>;
@@ -117,4 +117,4 @@ void check_config_keys(const nlohmann::json& config, std::string_view model_type
   }
 }
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace qloom::engine {
+namespace qloom::model {
 
 struct ConfigReader {
   const nlohmann::json& j;
@@ -31,4 +31,4 @@ struct ConfigReader {
   std::string string(const char* key, const std::string& def) const;
 };
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

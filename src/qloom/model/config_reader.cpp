@@ -1,8 +1,8 @@
-#include "qloom/engine/config_reader.h"
+#include "qloom/model/config_reader.h"
 
 #include "qloom/core/error.h"
 
-namespace qloom::engine {
+namespace qloom::model {
 
 const nlohmann::json* ConfigReader::get(const char* key) const {
   auto it = j.find(key);
@@ -59,4 +59,4 @@ std::string ConfigReader::string(const char* key, const std::string& def) const 
   return v->get<std::string>();
 }
 
-}  // namespace qloom::engine
+}  // namespace qloom::model

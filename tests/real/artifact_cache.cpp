@@ -1,0 +1,121 @@
+#include "real/artifact_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "real/real_model.h"
+#include "support/subprocess.h"
+
+namespace qloom::test {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path cache_root() { return fs::path(QLOOM_BINARY_DIR) / "real" / "artifacts"; }
+
+// The qloom binary as built: a rebuild changes its size or mtime.
+std::string binary_identity() {
+  const fs::path cli(QLOOM_CLI_PATH);
+  std::error_code ec;
+  const auto size = fs::file_size(cli, ec);
+  const auto mtime = fs::last_write_time(cli, ec).time_since_epoch().count();
+  return cli.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+}
+
+std::string sha256_hex(const std::string& text) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  char buf[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", md[i]);
+    hex += buf;
+  }
+  return hex;
+}
+
+// An exclusive flock on `path` for the object's lifetime.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string artifact_key(const std::string& kind, const std::vector<std::string>& args) {
+  std::string text = "qloom-real-artifact-v1\n" + binary_identity() + "\n" + kind;
+  for (const auto& a : args) text += "\n" + a;
+  return sha256_hex(text);
+}
+
+namespace detail {
+
+fs::path with_cache_lock(const std::string& key, const std::function<bool(const fs::path&)>& fill) {
+  fs::create_directories(cache_root());
+  const fs::path dir = cache_root() / key.substr(0, 24);
+  FileLock lock(cache_root() / (key.substr(0, 24) + ".lock"));
+  if (fs::is_directory(dir)) return dir;
+  const fs::path tmp = cache_root() / (key.substr(0, 24) + ".tmp");
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  if (!fill(tmp)) {
+    fs::remove_all(tmp);
+    return {};
+  }
+  fs::rename(tmp, dir);
+  return dir;
+}
+
+}  // namespace detail
+
+fs::path shared_checkpoint(const std::vector<std::string>& quantize_args) {
+  const fs::path dir = cached_artifact("quantize", quantize_args, [&](const fs::path& tmp) {
+    std::vector<std::string> q = {"quantize", "--model_dir", real_model_dir().string(), "--output_dir",
+                                  (tmp / "q").string()};
+    q.insert(q.end(), quantize_args.begin(), quantize_args.end());
+    const CommandResult r = run_qloom(q);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0;
+  });
+  return dir.empty() ? dir : dir / "q";
+}
+
+fs::path shared_file(const std::string& name, const std::string& content) {
+  const fs::path dir = cached_artifact("file", {name, content}, [&](const fs::path& tmp) {
+    std::ofstream(tmp / name) << content;
+    return true;
+  });
+  return dir / name;
+}
+
+nlohmann::json shared_json(const std::vector<std::string>& args) {
+  const fs::path dir = cached_artifact("json", args, [&](const fs::path& tmp) {
+    std::vector<std::string> a = args;
+    a.push_back("--json");
+    a.push_back((tmp / "result.json").string());
+    const CommandResult r = run_qloom(a);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0;
+  });
+  if (dir.empty()) return nullptr;
+  return read_json_file(dir / "result.json");
+}
+
+}  // namespace qloom::test
