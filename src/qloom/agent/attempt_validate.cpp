@@ -124,7 +124,8 @@ void AttemptRunner::check_step(const validate::StepResult& s) {
   if (s.number == 1)
     throw StopAttempt{"should_have_aux_missing", "validation step 1 still FAIL after repair: " + flatten_newlines(s.summary), {}};
   if (s.number == 5) check_numeric_step(s);
-  // Step 6: vLLM's Quark loader would refuse (or misload) the export.
+  // Step 6: vLLM's Quark loader would refuse (or misload) the export (the
+  // agent validates with target vLLM: run_validator).
   if (s.number == 6)
     throw StopAttempt{"quantized_load_failed", "validation step 6 FAIL: " + flatten_newlines(s.summary), {}};
 }
@@ -174,9 +175,13 @@ void AttemptRunner::confirm_result(const validate::ValidationReport& rep) {
   write_run_manifest(ws_.dir(), manifest_);
 }
 
+// The agent's deployment target is vLLM (seed 000: its eval backend, and
+// #28 quantized_load_failed when the serving engine cannot load the model;
+// the intent names no other engine): step 6 decides the verdict.
 validate::ValidationReport AttemptRunner::run_validator() {
   validate::ValidateOptions vo;
   vo.threads = opts_.threads;
+  vo.target = validate::DeployTarget::kVllm;
   if (opts_.numeric_validation) vo.numeric_step = validate::check_dequantized_weights;
   auto rep = validate::validate_checkpoint(source_dir_, quantized_dir_, vo);
   validate::write_validation_report(rep, ws_.dir());
