@@ -1,7 +1,8 @@
 // Every first-wave scheme on SmolLM2-135M: qloom quantize (RTN weights,
 // calibrated static activation / KV scales where the scheme has them) →
-// qloom validate (all six steps PASS; step 6 FAILs per-channel int4 / uint4,
-// which vLLM 0.33 cannot load) → qloom eval --task kld against the bf16
+// qloom validate (PASS: all six steps ok, except step 6 for per-channel int4 /
+// uint4, which vLLM 0.33 cannot load: reported as "deployable on vLLM 0.33:
+// no", outside the verdict) → qloom eval --task kld against the bf16
 // source on wikitext-2 (4 windows of 512 tokens).
 //
 // Each scheme's KLD mean and top-1 agreement must sit in a band around what it
@@ -64,14 +65,16 @@ TEST_P(RealScheme, QuantizeValidateKld) {
 
   test::CommandResult r = test::run_qloom({"validate", "--source", src, "--quantized", out, "--json", "--threads", "2"});
   // Step 6: vLLM 0.33 has no per-channel W4A16 path (weight.group_size must
-  // be a positive int), so only those two schemes fail it.
+  // be a positive int), so only those two schemes fail it; without --target
+  // vllm that is deployability, not the verdict.
   const bool vllm_refuses = std::string(c.name).find("wo_per_channel") != std::string::npos;
-  EXPECT_EQ(r.exit_code == 0, !vllm_refuses) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(report.is_object()) << r.out;
-  EXPECT_EQ(report["verdict"], vllm_refuses ? "FAIL" : "PASS");
+  EXPECT_EQ(report["verdict"], "PASS");
   EXPECT_EQ(report["counts"]["ok"], vllm_refuses ? 5 : 6) << "every step, step 5 (numeric) included, must run and pass";
   EXPECT_EQ(report["steps"][5]["status"], vllm_refuses ? "FAIL" : "ok") << report["steps"][5]["summary"];
+  EXPECT_EQ(report["deployable"]["vllm"]["ok"], !vllm_refuses) << report["deployable"];
 
   const auto kld = test::shared_kld(out);
   ASSERT_TRUE(kld.is_object());

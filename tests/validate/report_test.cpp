@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "qloom/core/error.h"
 #include "qloom/validate/report.h"
 #include "qloom/validate/validator.h"
 #include "validate/validate_fixture.h"
@@ -108,8 +109,135 @@ TEST(Report, Json) {
   // Key order is part of the format.
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"report", "heading", "source", "quantized", "passed",
-                                            "verdict", "order", "counts", "steps"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"report", "heading", "source", "quantized", "passed", "verdict",
+                                            "target", "deployable", "order", "counts", "steps"}));
+  // A report without a vLLM step (the self-test's) has no deployability.
+  EXPECT_EQ(j["target"], "none");
+  EXPECT_EQ(j["deployable"], oj::object());
+}
+
+// small_report() with steps 1-5 ok and a vLLM step 6 of `status`, its
+// deployability as validate_checkpoint states it.
+ValidationReport report_with_vllm_step(StepResult::Status status, DeployTarget target) {
+  ValidationReport r = small_report();
+  r.steps[1].status = StepResult::kOk;
+  r.steps[4].status = StepResult::kOk;
+  StepResult s6{6, "loads in vLLM", status, "vLLM 0.33.0 would refuse or misload this checkpoint: 2 findings", {}, {}};
+  r.steps.push_back(s6);
+  r.target = target;
+  Deployability d;
+  d.step = 6;
+  d.engine = "vLLM";
+  d.version = "0.33";
+  d.answer = status == StepResult::kOk ? Deployability::kYes : Deployability::kNo;
+  if (status == StepResult::kFail) d.reason = "global_quant_config: group_size must be a positive int (and 1 more finding)";
+  r.vllm = d;
+  return r;
+}
+
+TEST(Report, DeployabilityLines) {
+  Deployability d;
+  d.step = 6;
+  d.engine = "vLLM";
+  d.version = "0.33";
+  d.answer = Deployability::kYes;
+  EXPECT_EQ(deployability_line(d), "deployable on vLLM 0.33: yes");
+  d.answer = Deployability::kNo;
+  d.reason = "x: refused";
+  EXPECT_EQ(deployability_line(d), "deployable on vLLM 0.33: no — x: refused");
+  d.answer = Deployability::kUnknown;
+  d.reason = "step 6 skipped: no Quark config";
+  EXPECT_EQ(deployability_line(d), "deployable on vLLM 0.33: unknown — step 6 skipped: no Quark config");
+}
+
+TEST(Report, DeployTargetNames) {
+  EXPECT_EQ(parse_deploy_target("none"), DeployTarget::kNone);
+  EXPECT_EQ(parse_deploy_target("vllm"), DeployTarget::kVllm);
+  EXPECT_STREQ(target_name(DeployTarget::kNone), "none");
+  EXPECT_STREQ(target_name(DeployTarget::kVllm), "vllm");
+  try {
+    parse_deploy_target("sglang");
+    ADD_FAILURE() << "no error for an unknown target";
+  } catch (const qloom::Error& e) {
+    EXPECT_EQ(e.kind(), qloom::ErrorKind::kUsage);
+    EXPECT_EQ(e.item(), "--target");
+    EXPECT_NE(e.message().find("sglang"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Report, WithoutATargetAFailedVllmStepIsDeployabilityOnly) {
+  const ValidationReport r = report_with_vllm_step(StepResult::kFail, DeployTarget::kNone);
+  EXPECT_TRUE(r.passed());
+  EXPECT_FALSE(r.decides(r.steps[5]));
+  EXPECT_TRUE(r.decides(r.steps[0]));
+  const std::string md = render_markdown(r);
+  // The step keeps its own status line (the agent's classifier reads it).
+  EXPECT_NE(md.find("\n**Step 6 — loads in vLLM**: FAIL — vLLM 0.33.0 would refuse"), std::string::npos) << md;
+  EXPECT_TRUE(md.ends_with("\n**Verdict**: PASS — ok: 5, FAIL: 1, skipped: 0; Step 6 reports deployability only "
+                           "(deployment target: none)\n"
+                           "  - deployable on vLLM 0.33: no — global_quant_config: group_size must be a positive int "
+                           "(and 1 more finding)\n"))
+      << md;
+  const oj j = report_to_json(r);
+  EXPECT_EQ(j["passed"], true);
+  EXPECT_EQ(j["verdict"], "PASS");
+  EXPECT_EQ(j["target"], "none");
+  EXPECT_EQ(j["counts"], (oj{{"ok", 5}, {"FAIL", 1}, {"skipped", 0}}));  // every step's status, as before
+  EXPECT_EQ(j["deployable"], (oj{{"vllm",
+                                  {{"version", "0.33"},
+                                   {"step", 6},
+                                   {"ok", false},
+                                   {"reason", "global_quant_config: group_size must be a positive int (and 1 more "
+                                              "finding)"}}}}));
+  EXPECT_EQ(j["steps"][5]["status"], "FAIL");
+}
+
+TEST(Report, TargetVllmMakesAFailedVllmStepFailTheVerdict) {
+  const ValidationReport r = report_with_vllm_step(StepResult::kFail, DeployTarget::kVllm);
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(r.decides(r.steps[5]));
+  const std::string md = render_markdown(r);
+  EXPECT_TRUE(md.ends_with("\n**Verdict**: FAIL — failed: Step 6 (ok: 5, FAIL: 1, skipped: 0)\n"
+                           "  - deployable on vLLM 0.33: no — global_quant_config: group_size must be a positive int "
+                           "(and 1 more finding)\n"))
+      << md;
+  const oj j = report_to_json(r);
+  EXPECT_EQ(j["passed"], false);
+  EXPECT_EQ(j["verdict"], "FAIL");
+  EXPECT_EQ(j["target"], "vllm");
+  EXPECT_EQ(j["deployable"]["vllm"]["ok"], false);
+}
+
+TEST(Report, AFailedCheckpointStepStillFailsWithoutATarget) {
+  ValidationReport r = report_with_vllm_step(StepResult::kFail, DeployTarget::kNone);
+  r.steps[1].status = StepResult::kFail;
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(render_markdown(r).ends_with(
+      "\n**Verdict**: FAIL — failed: Step 1 (ok: 4, FAIL: 2, skipped: 0); Step 6 reports deployability only "
+      "(deployment target: none)\n"
+      "  - deployable on vLLM 0.33: no — global_quant_config: group_size must be a positive int (and 1 more finding)\n"));
+}
+
+TEST(Report, LoadableCheckpointSaysDeployableYes) {
+  for (DeployTarget t : {DeployTarget::kNone, DeployTarget::kVllm}) {
+    const ValidationReport r = report_with_vllm_step(StepResult::kOk, t);
+    EXPECT_TRUE(r.passed());
+    EXPECT_TRUE(render_markdown(r).ends_with("\n**Verdict**: PASS — ok: 6, FAIL: 0, skipped: 0\n"
+                                             "  - deployable on vLLM 0.33: yes\n"))
+        << render_markdown(r);
+    const oj j = report_to_json(r);
+    EXPECT_EQ(j["deployable"]["vllm"]["ok"], true);
+    EXPECT_EQ(j["deployable"]["vllm"]["reason"], "");
+  }
+}
+
+TEST(Report, UnknownDeployabilityIsNullInTheJson) {
+  ValidationReport r = report_with_vllm_step(StepResult::kSkipped, DeployTarget::kVllm);
+  r.vllm->answer = Deployability::kUnknown;
+  r.vllm->reason = "step 6 skipped: no Quark config";
+  EXPECT_TRUE(r.passed());
+  EXPECT_TRUE(render_markdown(r).ends_with("  - deployable on vLLM 0.33: unknown — step 6 skipped: no Quark config\n"));
+  EXPECT_TRUE(report_to_json(r)["deployable"]["vllm"]["ok"].is_null());
 }
 
 TEST(Report, WritesBothFilesAtomically) {

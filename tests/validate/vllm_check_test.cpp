@@ -189,6 +189,17 @@ TEST(VllmCheck, LookupOrderExcludeGlobIsNotExpandedByVllm) {
             std::string::npos) << md;
   EXPECT_NE(md.find("→ list 'model.layers.0.self_attn.q_proj' (or a 're:' regex) in quantization_config.exclude"),
             std::string::npos) << md;
+  // Deployability names the first refusal and counts the rest.
+  ASSERT_TRUE(rep.vllm.has_value());
+  EXPECT_EQ(rep.vllm->answer, Deployability::kNo);
+  const size_t findings = s.data["findings_count"].get<size_t>();
+  ASSERT_GE(findings, 7u);
+  const json first = findings_of(s, "lookup_order")[0];
+  EXPECT_TRUE(rep.vllm->reason.starts_with(first["where"].get<std::string>() + ": " + first["what"].get<std::string>()))
+      << rep.vllm->reason;
+  EXPECT_TRUE(rep.vllm->reason.starts_with("model.layers.0.")) << rep.vllm->reason;
+  EXPECT_TRUE(rep.vllm->reason.ends_with("(and " + std::to_string(findings - 1) + " more findings)"))
+      << rep.vllm->reason;
   // The same exclusion as a regex is what vLLM understands.
   edit_qc(q, [](json& qc) { qc["exclude"] = json::array({"lm_head", "re:model\\.layers\\.0\\."}); });
   EXPECT_EQ(step6(validate(q)).status, StepResult::kOk) << render_markdown(validate(q));
@@ -323,6 +334,59 @@ TEST(VllmCheck, SkippedWithoutAQuarkConfig) {
   const ValidationReport rep = validate_checkpoint(QLOOM_DEMO_MODEL_DIR, QLOOM_DEMO_MODEL_DIR);
   EXPECT_EQ(step6(rep).status, StepResult::kSkipped);
   EXPECT_EQ(step6(rep).data["reason"], "no_quark_config");
+  ASSERT_TRUE(rep.vllm.has_value());
+  EXPECT_EQ(rep.vllm->answer, Deployability::kUnknown);
+  EXPECT_EQ(deployability_line(*rep.vllm),
+            "deployable on vLLM 0.33: unknown — step 6 skipped: config.json has no Quark quantization_config (see "
+            "step 3)");
+}
+
+// The case: a valid per-channel W4A16 checkpoint (transformers and
+// amd-quark load it) passes validation; vLLM 0.33's refusal is reported as
+// deployability, and fails the verdict only with target vLLM.
+TEST(VllmCheck, PerChannelW4A16PassesAndIsNotDeployableOnVllm) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "int4_wo_per_channel");
+  const ValidationReport rep = validate(q);  // the default target: none
+  EXPECT_EQ(rep.target, DeployTarget::kNone);
+  for (int n : {4, 1, 3, 2}) EXPECT_EQ(rep.step(n)->status, StepResult::kOk) << n << "\n" << render_markdown(rep);
+  EXPECT_EQ(step6(rep).status, StepResult::kFail);
+  EXPECT_TRUE(rep.passed()) << render_markdown(rep);
+  ASSERT_TRUE(rep.vllm.has_value());
+  EXPECT_EQ(rep.vllm->step, 6);
+  EXPECT_EQ(rep.vllm->version, "0.33");
+  EXPECT_EQ(rep.vllm->answer, Deployability::kNo);
+  EXPECT_EQ(rep.vllm->reason.rfind("global_quant_config", 0), 0u) << rep.vllm->reason;
+  EXPECT_NE(rep.vllm->reason.find("group_size must be a positive int"), std::string::npos) << rep.vllm->reason;
+  const std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("**Verdict**: PASS"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n  - deployable on vLLM 0.33: no — global_quant_config"), std::string::npos) << md;
+  const json j = report_to_json(rep);
+  EXPECT_EQ(j["passed"], true);
+  EXPECT_EQ(j["deployable"]["vllm"]["ok"], false);
+  EXPECT_EQ(j["deployable"]["vllm"]["reason"], rep.vllm->reason);
+
+  ValidateOptions o;
+  o.target = DeployTarget::kVllm;
+  const ValidationReport for_vllm = validate_checkpoint(QLOOM_DEMO_MODEL_DIR, q, o);
+  EXPECT_FALSE(for_vllm.passed());
+  EXPECT_NE(render_markdown(for_vllm).find("**Verdict**: FAIL — failed: Step 6 ("), std::string::npos)
+      << render_markdown(for_vllm);
+  EXPECT_EQ(report_to_json(for_vllm)["target"], "vllm");
+}
+
+TEST(VllmCheck, LoadableExportIsDeployableOnVllmForEitherTarget) {
+  test::TempDir tmp("vllm");
+  const fs::path q = export_demo(tmp / "q", "int4_wo_32");
+  for (DeployTarget t : {DeployTarget::kNone, DeployTarget::kVllm}) {
+    ValidateOptions o;
+    o.target = t;
+    const ValidationReport rep = validate_checkpoint(QLOOM_DEMO_MODEL_DIR, q, o);
+    EXPECT_TRUE(rep.passed()) << render_markdown(rep);
+    ASSERT_TRUE(rep.vllm.has_value());
+    EXPECT_EQ(rep.vllm->answer, Deployability::kYes);
+    EXPECT_TRUE(render_markdown(rep).ends_with("\n  - deployable on vLLM 0.33: yes\n")) << render_markdown(rep);
+  }
 }
 
 TEST(VllmSemantics, DeepCompareAndLookupFollowPython) {

@@ -23,7 +23,7 @@
 //       are tied. Embeddings are not linear layers. Vision / audio towers of
 //       multimodal configs are not counted (the templates exclude them).
 //     For model types qloom's engine runs, the shapes use the engine's
-//     config parsing (engine/model_config.h: transformers' per-type
+//     config parsing (model/model_config.h: transformers' per-type
 //     defaults, MoE layer selection) and match the checkpoint's tensors;
 //     otherwise the layout is assumed (risk "layout_assumed").
 //     "quantization_target_count" = linear layers not matched by the model

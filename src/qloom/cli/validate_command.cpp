@@ -1,4 +1,4 @@
-// qloom validate --source DIR --quantized DIR [--json] [--report_dir DIR]
+// qloom validate --source DIR --quantized DIR [--target none|vllm] [--json] [--report_dir DIR]
 // qloom validate --self-test
 #include <unistd.h>
 
@@ -22,7 +22,7 @@
 namespace qloom::cli {
 namespace {
 
-// Exit code when the checks ran and at least one failed.
+// Exit code when the checks ran and the verdict is FAIL (a deciding step failed).
 constexpr int kValidationFailed = 4;
 
 }  // namespace
@@ -33,6 +33,7 @@ void register_validate(CLI::App& app, CommandFn& run) {
     bool json = false, self_test = false, no_numeric = false;
     unsigned threads = 0;
     std::string runtime = "simulate";
+    std::string target = "none";
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -50,6 +51,11 @@ void register_validate(CLI::App& app, CommandFn& run) {
                   "step 5's engine window: simulate (Quark's arithmetic, default) or native (the engine's "
                   "quantized kernels)")
       ->check(CLI::IsMember({"simulate", "native"}));
+  sub->add_option(flag_names("target"), o->target,
+                  "the deployment target the verdict covers: none (default; steps 1-5 decide PASS / FAIL and step 6 "
+                  "is reported as \"deployable on vLLM 0.33: yes / no — <reason>\"), or vllm (a step-6 failure, "
+                  "a checkpoint vLLM 0.33 would refuse or misload, fails the verdict too: exit 4)")
+      ->check(CLI::IsMember({"none", "vllm"}));
   sub->add_flag(flag_names("self_test"), o->self_test,
                 "run the validator on a generated model and broken copies of it");
   sub->callback([o, &run] {
@@ -72,6 +78,7 @@ void register_validate(CLI::App& app, CommandFn& run) {
                       "pass --quantized DIR (and --source DIR), or --self-test");
         validate::ValidateOptions vo;
         vo.threads = o->threads;
+        vo.target = validate::parse_deploy_target(o->target);
         if (!o->no_numeric) {
           const exporter::Runtime rt = exporter::parse_runtime(o->runtime);
           vo.numeric_step = [rt](const io::ModelDir& s, const io::ModelDir& q) {

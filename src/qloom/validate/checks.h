@@ -77,5 +77,9 @@ StepResult run_numeric_step(const CheckpointPair& pair, const ValidateOptions& o
 // change. Skipped when the quantized directory, its Quark
 // quantization_config or its weights cannot be read.
 StepResult check_vllm_loadable(const CheckpointPair& pair, const ValidateOptions& opts);
+// Step 6's result as deployability on vLLM <release series> ("0.33"): yes
+// (ok), no with the first finding as the reason (FAIL), unknown with the
+// skip reason (skipped).
+Deployability vllm_deployability(const StepResult& step);
 
 }  // namespace qloom::validate

@@ -1,5 +1,7 @@
 #include "qloom/validate/report.h"
 
+#include <string>
+#include <string_view>
 #include <system_error>
 
 #include "qloom/core/error.h"
@@ -18,9 +20,32 @@ const char* status_name(StepResult::Status s) {
   return "?";
 }
 
+const char* target_name(DeployTarget t) { return t == DeployTarget::kVllm ? "vllm" : "none"; }
+
+DeployTarget parse_deploy_target(std::string_view name) {
+  if (name == "none") return DeployTarget::kNone;
+  if (name == "vllm") return DeployTarget::kVllm;
+  throw Error(ErrorKind::kUsage, "", "--target", "unknown deployment target \"" + std::string(name) + "\"",
+              "pass --target none (the checkpoint alone) or --target vllm (also vLLM's loader rules)");
+}
+
+std::string deployability_line(const Deployability& d) {
+  std::string s = "deployable on " + d.engine + " " + d.version + ": ";
+  switch (d.answer) {
+    case Deployability::kYes: return s + "yes";
+    case Deployability::kNo: return s + "no — " + d.reason;
+    case Deployability::kUnknown: break;
+  }
+  return s + "unknown — " + d.reason;
+}
+
+bool ValidationReport::decides(const StepResult& s) const {
+  return !(vllm && s.number == vllm->step && target == DeployTarget::kNone);
+}
+
 bool ValidationReport::passed() const {
   for (const auto& s : steps)
-    if (s.status == StepResult::kFail) return false;
+    if (s.status == StepResult::kFail && decides(s)) return false;
   return true;
 }
 
@@ -34,14 +59,15 @@ namespace {
 
 struct StepTally {
   int ok = 0, fail = 0, skipped = 0;
-  std::vector<int> failed;
+  std::vector<int> failed;          // failed steps that decide the verdict
+  std::vector<int> failed_outside;  // failed steps that do not (ValidationReport::decides)
 };
 
 StepTally tally(const ValidationReport& r) {
   StepTally t;
   for (const auto& s : r.steps) {
     if (s.status == StepResult::kOk) ++t.ok;
-    else if (s.status == StepResult::kFail) ++t.fail, t.failed.push_back(s.number);
+    else if (s.status == StepResult::kFail) ++t.fail, (r.decides(s) ? t.failed : t.failed_outside).push_back(s.number);
     else ++t.skipped;
   }
   return t;
@@ -54,13 +80,32 @@ std::string verdict_line(const ValidationReport& r) {
   std::string counts = "ok: " + std::to_string(t.ok) + ", FAIL: " + std::to_string(t.fail) +
                        ", skipped: " + std::to_string(t.skipped);
   std::string out = "**Verdict**: " + verdict_word(r) + " — ";
-  if (t.failed.empty()) return out + counts;
-  out += "failed: ";
-  for (size_t i = 0; i < t.failed.size(); ++i) {
-    if (i) out += ", ";
-    out += r.step_label + " " + std::to_string(t.failed[i]);
+  if (t.failed.empty()) {
+    out += counts;
+  } else {
+    out += "failed: ";
+    for (size_t i = 0; i < t.failed.size(); ++i) {
+      if (i) out += ", ";
+      out += r.step_label + " " + std::to_string(t.failed[i]);
+    }
+    out += " (" + counts + ")";
   }
-  return out + " (" + counts + ")";
+  for (int n : t.failed_outside)
+    out += "; " + r.step_label + " " + std::to_string(n) + " reports deployability only (deployment target: " +
+           target_name(r.target) + ")";
+  return out;
+}
+
+nlohmann::ordered_json deployable_json(const ValidationReport& r) {
+  using oj = nlohmann::ordered_json;
+  oj j = oj::object();
+  if (!r.vllm) return j;
+  const Deployability& d = *r.vllm;
+  j["vllm"] = {{"version", d.version},
+               {"step", d.step},
+               {"ok", d.answer == Deployability::kUnknown ? oj(nullptr) : oj(d.answer == Deployability::kYes)},
+               {"reason", d.reason}};
+  return j;
 }
 
 std::string code_span(const std::string& s) {
@@ -115,6 +160,7 @@ std::string render_markdown(const ValidationReport& r) {
   md += '\n';
   md += verdict_line(r);
   md += '\n';
+  if (r.vllm) md += "  - " + deployability_line(*r.vllm) + "\n";
   return md;
 }
 
@@ -128,6 +174,8 @@ nlohmann::ordered_json report_to_json(const ValidationReport& r) {
   j["quantized"] = r.quantized;
   j["passed"] = r.passed();
   j["verdict"] = verdict_word(r);
+  j["target"] = target_name(r.target);
+  j["deployable"] = deployable_json(r);
   oj order = oj::array();
   for (const auto& s : r.steps) order.push_back(s.number);
   j["order"] = order;

@@ -56,6 +56,8 @@ ValidationReport validate_checkpoint(const std::filesystem::path& source,
   report.steps.push_back(check_excluded_tensors_md5(pair, options));
   report.steps.push_back(run_numeric_step(pair, options));
   report.steps.push_back(check_vllm_loadable(pair, options));
+  report.target = options.target;
+  report.vllm = vllm_deployability(report.steps.back());
   return report;
 }
 

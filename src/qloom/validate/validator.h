@@ -22,7 +22,10 @@
 //                          applies (vllm_rules.h, read from vLLM 0.33.0).
 //
 // The exact rules are in checks.h. A step that cannot run says "skipped" and
-// why; a failing step never stops the others.
+// why; a failing step never stops the others. The verdict is about the
+// checkpoint: steps 1–5 decide it, and step 6 is reported as deployability
+// ("deployable on vLLM 0.33: no — <reason>"); only with
+// ValidateOptions::target = kVllm does a failed step 6 fail the verdict too.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +42,10 @@ namespace qloom::validate {
 struct ValidateOptions {
   // Threads hashing tensors in step 2; 0 = std::thread::hardware_concurrency().
   unsigned threads = 0;
+
+  // The deployment target the verdict covers (report.h): kNone, steps 1–5
+  // decide; kVllm, step 6 (vLLM's loader rules) decides too.
+  DeployTarget target = DeployTarget::kNone;
 
   // Globs (name_patterns.h) of unquantized tensors whose bytes may legitimately
   // differ from the source, e.g. norms an algorithm folded scales into. Step 2
@@ -73,7 +80,7 @@ inline constexpr const char* kNumericTitle = "numeric checks";
 inline constexpr const char* kVllmTitle = "loads in vLLM";
 
 // Runs steps 4, 1, 3, 2, 5 and 6 and returns the report (source and quantized
-// as given). `source` may be empty: steps 1, 3, 2 and 5 are then skipped, step
+// as given; target from options, vllm = step 6's deployability). `source` may be empty: steps 1, 3, 2 and 5 are then skipped, step
 // 4 only lists the quantized patterns and step 6 checks the quantized side
 // alone (no byte comparison of the int4 packing). Throws qloom::Error only for bad input:
 // a given source that is not a readable model directory, or a quantized path

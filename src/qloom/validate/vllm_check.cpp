@@ -1,6 +1,8 @@
 // Step 6, "loads in vLLM": runs the rules of vllm_rules.h on the quantized
-// checkpoint and renders one line per rule (PASS) or one per finding (FAIL).
+// checkpoint and renders one line per rule (PASS) or one per finding (FAIL);
+// vllm_deployability states its result as the report's deployability line.
 #include <exception>
+#include <string>
 
 #include "qloom/validate/checks.h"
 #include "qloom/validate/step_util.h"
@@ -50,7 +52,51 @@ void render(StepResult& r, const std::vector<vllm::RuleResult>& rules, size_t ma
   r.data["rules"] = std::move(data_rules);
 }
 
+// "0.33.0" -> "0.33": deployability is stated per release series.
+std::string release_series(const std::string& version) {
+  const size_t first = version.find('.');
+  const size_t second = first == std::string::npos ? first : version.find('.', first + 1);
+  return second == std::string::npos ? version : version.substr(0, second);
+}
+
+// What vLLM refuses first: the first finding of the first failed rule, and
+// how many more there are; the summary when the rules did not run.
+std::string first_refusal(const StepResult& step) {
+  const oj* rules = step.data.contains("rules") ? &step.data["rules"] : nullptr;
+  if (rules == nullptr || !rules->is_array()) return step.summary;
+  for (const auto& rule : *rules) {
+    const oj& findings = rule.value("findings", oj::array());
+    if (findings.empty()) continue;
+    std::string reason = findings[0].value("where", "") + ": " + findings[0].value("what", "");
+    const size_t total = step.data.value("findings_count", size_t(1));
+    if (total > 1) reason += " (and " + detail::plural(total - 1, "more finding", "more findings") + ")";
+    return reason;
+  }
+  return step.summary;
+}
+
 }  // namespace
+
+Deployability vllm_deployability(const StepResult& step) {
+  Deployability d;
+  d.step = step.number;
+  d.engine = "vLLM";
+  d.version = release_series(vllm::kVllmVersion);
+  switch (step.status) {
+    case StepResult::kOk:
+      d.answer = Deployability::kYes;
+      break;
+    case StepResult::kFail:
+      d.answer = Deployability::kNo;
+      d.reason = first_refusal(step);
+      break;
+    case StepResult::kSkipped:
+      d.answer = Deployability::kUnknown;
+      d.reason = "step " + std::to_string(step.number) + " skipped: " + step.summary;
+      break;
+  }
+  return d;
+}
 
 StepResult check_vllm_loadable(const CheckpointPair& pair, const ValidateOptions& opts) {
   StepResult r;
