@@ -137,6 +137,17 @@ def parse_console(block, page):
     return commands, problems
 
 
+def logical_lines(lines, page):
+    """[(where, text)] with backslash-continued lines joined (a command written over several lines)."""
+    out = []
+    for ln, text in lines:
+        if out and out[-1][1].rstrip().endswith("\\"):
+            out[-1] = (out[-1][0], out[-1][1].rstrip()[:-1] + " " + text.strip())
+        else:
+            out.append((f"{page}:{ln}", text))
+    return out
+
+
 def unexecuted_qloom_lines(block, page):
     """Problems for qloom lines in a block that is neither run nor marked not run."""
     if block.info == "console" or block.not_run:

@@ -91,7 +91,11 @@ class Sandbox:
                         HF_HOME=str(cache / "huggingface"), HF_HUB_CACHE=str(cache / "huggingface" / "hub"),
                         QLOOM_CACHE_DIR=str(cache / "qloom"), QLOOM_GGUF_CACHE=str(cache / "qloom" / "gguf"),
                         XDG_CACHE_HOME=str(cache))
-        self.env["HF_ENDPOINT"] = self._start_hub()
+        try:
+            self.env["HF_ENDPOINT"] = self._start_hub()
+        except BaseException:
+            self.close()
+            raise
 
     def _start_hub(self):
         script = REPO / "tests" / "io" / "hub_test_server.py"
@@ -113,13 +117,14 @@ class Sandbox:
         with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
             p = subprocess.Popen(["bash", "-c", script], cwd=self.work, env=self.env, stdin=subprocess.DEVNULL,
                                  stdout=fo, stderr=fe, start_new_session=True)
-        self.groups.append(p.pid)
         try:
             code = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(p.pid)
+            _kill_group(p.pid, p)
             p.wait()
             code = None
+        if _group_alive(p.pid):  # background jobs left running: killed when the page ends
+            self.groups.append(p.pid)
         res = Result(code, [], [], 0.0)
         deadline = time.monotonic() + (BACKGROUND_WAIT_S if cmd.is_background() and code == 0 else 0)
         while True:
@@ -171,14 +176,21 @@ def _group_alive(pgid):
         return False
 
 
-def _kill_group(pgid):
-    """SIGTERM a command's process group (its background jobs too), SIGKILL after 3 s."""
+def _kill_group(pgid, leader=None):
+    """SIGTERM a command's process group (its background jobs too), SIGKILL after 3 s.
+    `leader`: the group's Popen when it is our child (reaped here, else it stays a zombie)."""
     for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 1.0)):
+        if leader is not None:
+            leader.poll()
         if not _group_alive(pgid):
             return
         os.killpg(pgid, sig)
         end = time.monotonic() + wait_s
-        while _group_alive(pgid) and time.monotonic() < end:
+        while time.monotonic() < end:
+            if leader is not None:
+                leader.poll()
+            if not _group_alive(pgid):
+                return
             time.sleep(0.05)
 
 
@@ -202,7 +214,7 @@ def plan_page(page):
         if b.not_run:
             first = next((t for _, t in b.lines if t.strip()), "")
             plan.not_run.append((f"{page}:{b.line}", b.not_run, f"```{b.info} {first.strip()}"))
-            plan.flag_lines += [(f"{page}:{ln}", t) for ln, t in b.lines if dp.runs_qloom(t)]
+            plan.flag_lines += [(w, t) for w, t in dp.logical_lines(b.lines, page) if dp.runs_qloom(t)]
             continue
         plan.problems += dp.unexecuted_qloom_lines(b, page)
         if b.info == "console":

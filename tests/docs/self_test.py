@@ -53,9 +53,15 @@ def cases():
         ], ["make demo`"]),
         ("bad_not_run.md", 1, [
             f"FAIL  {line_of('bad_not_run.md', 'not run ()')}: `<!-- docs: not run () -->` states no reason",
-            f"FAIL  {line_of('bad_not_run.md', '--no_such_flag')}: `--no_such_flag` is not an option of `qloom quantize`",
+            f"FAIL  {line_of('bad_not_run.md', 'qloom quantize')}: `--no_such_flag` is not an option of `qloom quantize`",
             "(needs network)",
         ], []),
+        ("background_fails.md", 1, [
+            f"FAIL  {line_of('background_fails.md', '$ qloom serve')}",
+            "exited 2, expected 0",
+            "qloom: error (not found): no-such-model-dir",
+        ], []),
+        ("timeout.md", 1, [f"FAIL  {line_of('timeout.md', '$ sleep 30')}", "timed out after 1.0 s (killed)"], []),
     ]
 
 
@@ -68,8 +74,9 @@ def _fence_line(page, needle):
 
 def check(qloom, page, want_rc, must, must_not):
     start = time.monotonic()
-    r = subprocess.run([sys.executable, str(HERE / "run_docs.py"), "--qloom", qloom, f"tests/docs/fixtures/{page}"],
-                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    extra = ["--timeout", "1"] if page == "timeout.md" else []
+    r = subprocess.run([sys.executable, str(HERE / "run_docs.py"), "--qloom", qloom, *extra,
+                        f"tests/docs/fixtures/{page}"], capture_output=True, text=True, timeout=300, cwd=REPO)
     out = r.stdout + r.stderr
     errors = [f"exit status {r.returncode}, expected {want_rc}"] if r.returncode != want_rc else []
     errors += [f"output lacks: {s}" for s in must if s not in out]
