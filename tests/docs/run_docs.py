@@ -340,6 +340,8 @@ def execute(plan, sb, args):
         status = "FAIL" if fail else "ok"
         print(f"  {status:<4}  {cmd.where}  $ {cmd.first_line()[:110]}  ({res.seconds:.1f} s){bg}", flush=True)
         if fail:
+            if "\n" in cmd.text:
+                print("\n".join(["    the whole command:"] + ["      " + l for l in cmd.text.splitlines()]))
             print("\n".join(fail))
             failures += 1
             break

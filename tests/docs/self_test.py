@@ -45,6 +45,7 @@ def cases():
         ], []),
         ("wrong_exit.md", 1, [
             f"FAIL  {line_of('wrong_exit.md', '$ qloom inspect')}",
+            "    the whole command:\n      qloom inspect \\\n          no-such-model-dir\n",
             "exited 2, expected 0",
             "qloom: error (not found): no-such-model-dir",
         ], []),
