@@ -11,6 +11,7 @@
 
 #include "qloom/build_info.h"
 #include "qloom/cli/commands.h"
+#include "qloom/cli/help_examples.h"
 #include "qloom/core/error.h"
 
 namespace qloom::cli {
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   cli::register_convert(app, run);
   cli::register_serve(app, run);
   cli::register_perf(app, run);
+  cli::attach_help_examples(app);  // after registration: the footers of `qloom <command> --help`
 
   try {
     app.parse(argc, argv);
