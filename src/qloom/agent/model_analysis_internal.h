@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace qloom::engine {
+namespace qloom::model {
 struct ModelConfig;
 }
 
