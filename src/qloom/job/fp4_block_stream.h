@@ -3,7 +3,7 @@
 // over the shared-scale group Quark's template gives the scheme
 // (quant/shared_scale_groups.h: q/k/v and gate/up for nvfp4), so siblings get
 // the same weight_scale_2. The siblings' max |w| are read from the source
-// (memory-mapped) once each. Internal to export/ (quantize_stream.cpp).
+// (memory-mapped) once each. Internal to job/ (quantize_stream.cpp).
 #pragma once
 
 #include <map>

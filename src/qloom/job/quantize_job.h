@@ -26,9 +26,10 @@ struct QuantizeOptions {
   // projections' outputs (<q_proj>.output_scale) get static per-tensor fp8
   // scales, calibrated like the KV cache.
   std::string attention_dtype;
-  // --kv_cache_post_rope: QConfig.kv_cache_post_rope (KV scales observed on
-  // the keys after RoPE, Quark's cache integration). qloom refuses it
-  // (kUnsupported) until its calibration observes post-RoPE keys.
+  // --kv_cache_post_rope: QConfig.kv_cache_post_rope (k_proj's KV scale
+  // observed on the keys after RoPE, Quark's cache integration; k and v each
+  // written with its own scale). Refused for a fused qkv_proj, whose one scale
+  // covers the values too.
   bool kv_cache_post_rope = false;
   // --data_type (quantize_quark.py's option; auto | float16 | bfloat16 |
   // float32): the dtype the calibration forward and the observers compute

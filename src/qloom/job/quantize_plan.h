@@ -1,7 +1,7 @@
 // The planning steps of a quantize job (job/quantize_job.h): which linear
 // gets which Quark spec, which layers the Quark layout cannot hold, the
 // quantization_config, and the modules whose tensors the checkpoint writes.
-// Internal to export/; quantize_model runs them in order.
+// Internal to job/; quantize_model runs them in order.
 #pragma once
 
 #include <map>

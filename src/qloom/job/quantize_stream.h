@@ -1,7 +1,7 @@
 // The writing step of a quantize job (job/quantize_job.h): every planned
 // tensor in plan order, quantized by RTN or taken from the layer-by-layer
 // calibration pipeline (quant/pipeline.h) when an algorithm or static scales
-// need it. Internal to export/.
+// need it. Internal to job/.
 #pragma once
 
 #include <chrono>
