@@ -234,7 +234,7 @@ ThroughputSpec fake_spec(const FakeServer& f) {
   return s;
 }
 
-TEST(ThroughputFakeServer, FullAnswersAreCountedFromUsage) {
+TEST(ThroughputFakeServer, WholeAnswersAreCountedFromUsage) {
   FakeServer f(R"({"choices":[{"text":"abcd"}],"usage":{"prompt_tokens":8,"completion_tokens":4}})");
   const auto w = open_workload(QLOOM_DEMO_MODEL_DIR, fake_spec(f));
   EXPECT_EQ(w->backend(), "vllm");
