@@ -253,6 +253,7 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
 
 const TokenizerChoice& Tokenizer::choice() const { return impl_->choice; }
 std::string Tokenizer::describe() const { return describe_choice(impl_->choice, impl_->replaced); }
+const std::vector<std::string>& Tokenizer::replaced_components() const { return impl_->replaced; }
 
 std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
 std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos; }

@@ -50,6 +50,9 @@ class Tokenizer {
   const TokenizerChoice& choice() const;
   // One line for `qloom inspect` (describe_choice).
   std::string describe() const;
+  // tokenizer.json's components that the applied LlamaTokenizer pipeline
+  // replaces by different ones (llama_replaced_components); else empty.
+  const std::vector<std::string>& replaced_components() const;
 
  private:
   struct Impl;
