@@ -24,13 +24,17 @@ tests/data/eval/demo_ppl_reference.json.
 as Quark does, "\n\n".join(load_dataset("wikitext", "wikitext-2-raw-v1",
 split="test")["text"]): the rows are the file's lines with their "\n",
 whitespace-only lines as "" (what the datasets builder yields), quark
-windows, the first WIKI_LIMIT of them. Its ids come from the HF `tokenizers`
-library on the demo model's tokenizer.json (what transformers 4.x's
-LlamaTokenizerFast runs); transformers 5's AutoTokenizer rebuilds the Llama
-pipeline from the vocabulary and drops tokenizer.json's normalizer (Strip +
-" {2,}" -> " "), so its ids differ; its ppl is recorded beside, for
-information ("autotokenizer_ppl"). scripts/goldens/wikitext_ids.py writes
-the sha256 of the ids themselves.
+windows, the first WIKI_LIMIT of them. "ppl" takes its ids from the HF
+`tokenizers` library on the demo model's tokenizer.json as written (what
+transformers 4.x's LlamaTokenizerFast runs); transformers 5's AutoTokenizer
+rebuilds the Llama pipeline from the vocabulary and drops tokenizer.json's
+normalizer (Strip + " {2,}" -> " "), so its ids differ: "autotokenizer_ppl".
+qloom follows AutoTokenizer where a model ships tokenizer.model (as the demo
+does), so tests/eval/eval_cli_test.cpp checks "autotokenizer_ppl".
+scripts/goldens/wikitext_ids.py writes the sha256 of AutoTokenizer's ids.
+The TinyStories windows below take tokenizer.json's ids too; over the first
+8 windows (the ones the tests score) they equal AutoTokenizer's (the two
+first part at token 192133).
 
 Run: /tmp/heavy/bin/python scripts/goldens/ppl_reference.py   (torch CPU, 2 threads;
 transformers 5.24 + tokenizers 0.23 here; 4.57 gave the same TinyStories numbers)

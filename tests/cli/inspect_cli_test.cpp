@@ -48,6 +48,28 @@ TEST(InspectCli, PrintsTheDemoModelFacts) {
   EXPECT_NE(r.out.find("260,032"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("47 in 1 shard"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+  // The demo ships tokenizer.model: qloom tokenizes as transformers 5's AutoTokenizer.
+  EXPECT_NE(r.out.find("\n  encoding    transformers 5 LlamaTokenizer over tokenizer.json's vocabulary"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("tokenizer.json's encoding differs, its normalizer (Sequence: Strip, Replace) not applied"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(InspectCli, EncodingRowNamesTokenizerJsonOrTheError) {
+  test::TempDir tmp("inspect-tok");
+  const fs::path m = copy_demo(tmp.path());
+  fs::remove(m / "tokenizer.model");
+  auto r = run_qloom({"inspect", m.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n  encoding    tokenizer.json\n"), std::string::npos) << r.out;
+  write_file(m / "tokenizer_config.json", "[1]");
+  r = run_qloom({"inspect", m.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["tokenizer"]["file"].get<std::string>().find("tokenizer_config.json"), std::string::npos) << j;
+  EXPECT_EQ(j["tokenizer"]["error"], "expected a JSON object");
 }
 
 TEST(InspectCli, JsonHasTheDocumentedKeys) {
@@ -64,6 +86,11 @@ TEST(InspectCli, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["shards"], nlohmann::json::array({"model.safetensors"}));
   EXPECT_GT(j["size_bytes"].get<uint64_t>(), 524960u);
   EXPECT_EQ(j["tokenizer_files"].size(), 4u);
+  EXPECT_EQ(j["tokenizer"]["applies"], "llama_pipeline");
+  EXPECT_EQ(j["tokenizer"]["file"], "tokenizer.json");
+  EXPECT_EQ(j["tokenizer"]["hf_class"], "LlamaTokenizer");
+  EXPECT_EQ(j["tokenizer"]["tokenizer_json_not_applied"],
+            nlohmann::json::array({"normalizer (Sequence: Strip, Replace)"}));
 }
 
 TEST(InspectCli, HelpAndUsageErrors) {

@@ -1,8 +1,8 @@
 // `--dataset wikitext2` as qloom reads it, against HF: the "\n\n"-joined
 // rows of the bundled wiki.test.raw (Quark's join of the datasets rows) and
 // the ids of the whole joined text through the demo model's tokenizer equal,
-// by sha256, what scripts/goldens/wikitext_ids.py gets from Python and HF
-// `tokenizers` (tests/data/eval/wikitext2_demo_ids.json).
+// by sha256, what scripts/goldens/wikitext_ids.py gets from Python and
+// transformers 5's AutoTokenizer (tests/data/eval/wikitext2_demo_ids.json).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <openssl/sha.h>
@@ -41,7 +41,7 @@ TEST(WikitextIds, JoinedTextMatchesTheDatasetsRows) {
   EXPECT_EQ(sha256_hex(ds.text.data(), ds.text.size()), want["text_sha256"].get<std::string>());
 }
 
-TEST(WikitextIds, WholeJoinedTextEncodesAsHfTokenizers) {
+TEST(WikitextIds, WholeJoinedTextEncodesAsAutoTokenizer) {
   const nlohmann::json want = golden();
   const TextDataset ds = load_text_dataset("wikitext2");
   const text::Tokenizer tok = text::Tokenizer::load(QLOOM_DEMO_MODEL_DIR);

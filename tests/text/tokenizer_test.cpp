@@ -17,6 +17,7 @@
 
 #include "support/expect_error.h"
 #include "support/temp_dir.h"
+#include "text/golden_check.h"
 
 namespace qloom::text {
 namespace {
@@ -26,88 +27,6 @@ using nlohmann::json;
 
 const fs::path kData = fs::path(QLOOM_TEST_DATA_DIR) / "tokenizers";
 const fs::path kDemo = QLOOM_DEMO_MODEL_DIR;
-
-std::string escape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c >= 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string show(const std::vector<int32_t>& ids) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t k = 0; k < ids.size(); ++k) ss << (k ? "," : "") << ids[k];
-  ss << "]";
-  return ss.str();
-}
-
-json read_json(const fs::path& p) {
-  const std::string text = test::read_file(p);
-  EXPECT_FALSE(text.empty()) << p;
-  return json::parse(text);
-}
-
-struct GoldenResult {
-  int cases = 0, passed = 0;
-  std::string first_mismatch;
-};
-
-// Compares one tokenizer against goldens.json: per case the four checks
-// (encode with/without special tokens, decode with/without skipping).
-GoldenResult check_goldens(const Tokenizer& tok, const fs::path& goldens) {
-  GoldenResult r;
-  for (const json& c : read_json(goldens)) {
-    ++r.cases;
-    std::string why;
-    std::vector<int32_t> ids;
-    if (c.contains("text")) {
-      const auto text = c["text"].get<std::string>();
-      ids = c["ids"].get<std::vector<int32_t>>();
-      const auto plain = c["ids_plain"].get<std::vector<int32_t>>();
-      const auto got = tok.encode(text, true);
-      const auto got_plain = tok.encode(text, false);
-      if (got != ids) {
-        why = "encode(\"" + escape(text) + "\", true) = " + show(got) + ", expected " + show(ids);
-      } else if (got_plain != plain) {
-        why = "encode(\"" + escape(text) + "\", false) = " + show(got_plain) + ", expected " + show(plain);
-      }
-    } else {
-      ids = c["decode_ids"].get<std::vector<int32_t>>();
-    }
-    if (why.empty()) {
-      const auto dec = tok.decode(ids, false), dec_skip = tok.decode(ids, true);
-      const auto want = c["decoded"].get<std::string>(), want_skip = c["decoded_skip"].get<std::string>();
-      if (dec != want) {
-        why = "decode(" + show(ids) + ", false) = \"" + escape(dec) + "\", expected \"" + escape(want) + "\"";
-      } else if (dec_skip != want_skip) {
-        why = "decode(" + show(ids) + ", true) = \"" + escape(dec_skip) + "\", expected \"" +
-              escape(want_skip) + "\"";
-      }
-    }
-    if (why.empty()) {
-      ++r.passed;
-    } else if (r.first_mismatch.empty()) {
-      r.first_mismatch = why;
-    }
-  }
-  return r;
-}
 
 class TokenizerGoldens : public ::testing::TestWithParam<const char*> {};
 
@@ -176,11 +95,16 @@ TEST_P(TokenizerWikitext, WholeTestFileMatches) {
 
 INSTANTIATE_TEST_SUITE_P(TokenizerStyles, TokenizerWikitext, kStyles, style_name);
 
+// tokenizer.model with no tokenizer_class (transformers 5 would not build a
+// LlamaTokenizer): qloom runs it through sentencepiece itself.
 TEST(TokenizerSentencePiece, DemoModelMatchesSentencePiecePackage) {
   test::TempDir dir("tok-spm");
   dir.write("tokenizer.model", test::read_file(kDemo / "tokenizer.model"));
-  dir.write("tokenizer_config.json", test::read_file(kDemo / "tokenizer_config.json"));
+  json cfg = read_json(kDemo / "tokenizer_config.json");
+  cfg.erase("tokenizer_class");
+  dir.write("tokenizer_config.json", cfg.dump());
   const Tokenizer tok = Tokenizer::load(dir.path());
+  EXPECT_EQ(tok.choice().kind, TokenizerKind::kSentencePiece);
   const GoldenResult r = check_goldens(tok, kData / "stories260k_spm" / "goldens.json");
   std::printf("[ goldens  ] stories260k tokenizer.model: %d/%d cases match\n", r.passed, r.cases);
   EXPECT_EQ(r.passed, r.cases) << "first mismatch: " << r.first_mismatch;
@@ -189,15 +113,23 @@ TEST(TokenizerSentencePiece, DemoModelMatchesSentencePiecePackage) {
   EXPECT_EQ(tok.vocab_size(), 512);
 }
 
-TEST(TokenizerDemo, LoadMatchesItsTokenizerJson) {
+// The demo model ships tokenizer.model beside a tokenizer.json whose
+// normalizer (Strip + " {2,}" -> " ") transformers 5 does not run: load()
+// follows transformers 5 (tokenizer_hf5_test.cpp), from_json the file as written.
+TEST(TokenizerDemo, LoadFollowsTransformers5NotItsTokenizerJson) {
   const Tokenizer loaded = Tokenizer::load(kDemo);
   const Tokenizer from_json = Tokenizer::from_json(test::read_file(kDemo / "tokenizer.json"));
+  int same = 0, differ = 0;
   for (const json& c : read_json(kData / "stories260k" / "goldens.json")) {
     if (!c.contains("text")) continue;
     const auto text = c["text"].get<std::string>();
-    ASSERT_EQ(loaded.encode(text), from_json.encode(text)) << escape(text);
-    ASSERT_EQ(loaded.encode(text), c["ids"].get<std::vector<int32_t>>()) << escape(text);
+    ASSERT_EQ(from_json.encode(text), c["ids"].get<std::vector<int32_t>>()) << escape(text);
+    ++(loaded.encode(text) == from_json.encode(text) ? same : differ);
   }
+  EXPECT_GT(same, 100);
+  EXPECT_GT(differ, 10);
+  EXPECT_EQ(loaded.encode("a  b", false), (std::vector<int32_t>{261, 410, 268}));
+  EXPECT_EQ(from_json.encode("a  b", false), (std::vector<int32_t>{261, 268}));
   EXPECT_EQ(loaded.bos_id(), 1);
   EXPECT_EQ(loaded.eos_id(), 2);
   EXPECT_EQ(loaded.vocab_size(), 512);

@@ -1,5 +1,6 @@
-// A SentencePiece tokenizer.model, for model directories that ship no
-// tokenizer.json: encode/decode through Debian's libsentencepiece.
+// A SentencePiece tokenizer.model through Debian's libsentencepiece: encode /
+// decode where qloom runs the model itself, and its pieces where qloom builds
+// transformers 5's LlamaTokenizer from it (tokenizer_choice.h).
 #pragma once
 
 #include <cstdint>
@@ -31,12 +32,16 @@ class SentencePieceModel {
   int64_t vocab_size() const;
   std::optional<int32_t> piece_to_id(std::string_view piece) const;
   std::optional<std::string> id_to_piece(int32_t id) const;
+  // Piece types (false for ids outside the vocabulary).
+  bool is_control(int32_t id) const;
+  bool is_user_defined(int32_t id) const;
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;
 
  private:
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::string file_;
+  std::vector<uint8_t> types_;  // piece types of the proto, by id
 };
 
 }  // namespace qloom::text

@@ -1,14 +1,17 @@
-// Tokenizer: load / encode / decode over either a parsed tokenizer.json
-// pipeline or a SentencePiece tokenizer.model.
+// Tokenizer: load / encode / decode over a parsed tokenizer.json pipeline
+// (as written, or transformers 5's LlamaTokenizer pipeline built by
+// llama_pipeline.h) or a SentencePiece tokenizer.model.
 //
-// From tokenizer_config.json (when the model directory has one) load() takes:
+// From tokenizer_config.json (when the model directory has one) load() takes,
+// for tokenizer.json as written and for sentencepiece:
 //  - bos_token / eos_token (a string or {"content": ...}): bos_id() / eos_id();
 //  - add_bos_token / add_eos_token: only when tokenizer.json has no
 //    post_processor (ids are then put around the sequence on encode with
 //    add_special_tokens), and for tokenizer.model (defaults true / false, as
-//    transformers' LlamaTokenizer).
+//    transformers 4's LlamaTokenizer).
 // Without bos_token/eos_token there, bos_id()/eos_id() fall back to the first
 // special token of the post-processor template, then to well-known names.
+// The LlamaTokenizer pipeline reads them as transformers 5 does (llama_specials).
 #include "qloom/text/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +20,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/io/text_file.h"
+#include "qloom/text/llama_pipeline.h"
 #include "qloom/text/sentencepiece_model.h"
 #include "qloom/text/tokenizer_pipeline.h"
 #include "qloom/text/unicode.h"
@@ -26,10 +30,12 @@ namespace qloom::text {
 namespace fs = std::filesystem;
 
 struct Tokenizer::Impl {
-  std::optional<TokenizerPipeline> pipe;    // tokenizer.json
+  std::optional<TokenizerPipeline> pipe;    // tokenizer.json (or the LlamaTokenizer pipeline)
   std::unique_ptr<SentencePieceModel> sp;   // or tokenizer.model
   std::vector<int32_t> sp_prefix, sp_suffix;  // SentencePiece add_bos / add_eos
   std::optional<int32_t> bos, eos;
+  TokenizerChoice choice;
+  std::vector<std::string> replaced;  // tokenizer.json components the LlamaTokenizer pipeline replaces
 };
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -75,50 +81,85 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& so
   t.impl_->bos = !post.prefix.empty() ? std::optional<int32_t>(post.prefix.front())
                                       : first_known(t, {"<s>", "<|begin_of_text|>", "<bos>"});
   t.impl_->eos = first_known(t, {"</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>"});
+  t.impl_->choice.file = source;
+  t.impl_->choice.why = "no tokenizer.model";
+  return t;
+}
+
+Tokenizer Tokenizer::load_as_written(const std::string& json_text, const fs::path& file, const nlohmann::json& cfg,
+                                     const std::string& cfg_name) {
+  Tokenizer t = from_json(json_text, file.string());
+  t.set_specials_from_config(cfg, cfg_name);
+  return t;
+}
+
+void Tokenizer::set_specials_from_config(const nlohmann::json& cfg, const std::string& cfg_name) {
+  Impl& im = *impl_;
+  if (const auto bos_name = config_token(cfg, "bos_token", cfg_name)) im.bos = token_to_id(*bos_name);
+  if (const auto eos_name = config_token(cfg, "eos_token", cfg_name)) im.eos = token_to_id(*eos_name);
+  if (im.sp) {
+    if (config_flag(cfg, "add_bos_token", true, cfg_name) && im.bos) im.sp_prefix = {*im.bos};
+    if (config_flag(cfg, "add_eos_token", false, cfg_name) && im.eos) im.sp_suffix = {*im.eos};
+  } else if (!im.pipe->post.present) {
+    if (config_flag(cfg, "add_bos_token", false, cfg_name) && im.bos) im.pipe->post.prefix = {*im.bos};
+    if (config_flag(cfg, "add_eos_token", false, cfg_name) && im.eos) im.pipe->post.suffix = {*im.eos};
+  }
+}
+
+Tokenizer Tokenizer::load_sentencepiece(const fs::path& file, const nlohmann::json& cfg, const std::string& cfg_name) {
+  auto impl = std::make_unique<Impl>();
+  impl->sp = std::make_unique<SentencePieceModel>(file);
+  impl->bos = impl->sp->bos_id();
+  impl->eos = impl->sp->eos_id();
+  Tokenizer t(std::move(impl));
+  t.set_specials_from_config(cfg, cfg_name);
+  return t;
+}
+
+// transformers 5's LlamaTokenizer over tokenizer.json's vocabulary (json_text)
+// or tokenizer.model's pieces (json_text null).
+Tokenizer Tokenizer::load_llama(const TokenizerChoice& c, const std::string* json_text, const nlohmann::json& cfg,
+                                const std::string& cfg_name) {
+  const LlamaSpecials specials = llama_specials(cfg, cfg_name);
+  const std::string source = c.file.string();
+  nlohmann::json doc;
+  std::vector<std::string> replaced;
+  if (json_text) {
+    nlohmann::json original;
+    try {
+      original = nlohmann::json::parse(*json_text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw_invalid(source, "", std::string("not valid JSON: ") + e.what());
+    }
+    if (!original.is_object()) throw_invalid(source, "", "expected a JSON object");
+    doc = llama_pipeline_from_json(original, c, specials, source);
+    replaced = llama_replaced_components(original, doc);
+  } else {
+    doc = llama_pipeline_from_sentencepiece(SentencePieceModel(c.file), c, specials);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->pipe = parse_tokenizer_json(doc, source);
+  impl->replaced = std::move(replaced);
+  Tokenizer t(std::move(impl));
+  if (!specials.bos.empty()) t.impl_->bos = t.token_to_id(specials.bos);
+  if (!specials.eos.empty()) t.impl_->eos = t.token_to_id(specials.eos);
   return t;
 }
 
 Tokenizer Tokenizer::load(const fs::path& dir) {
   const fs::path json_file = dir / "tokenizer.json";
-  const fs::path sp_file = dir / "tokenizer.model";
-  const fs::path cfg_file = dir / "tokenizer_config.json";
+  const std::string cfg_name = (dir / "tokenizer_config.json").string();
+  const nlohmann::json cfg = read_tokenizer_config(dir);
   std::error_code ec;
-  nlohmann::json cfg = nlohmann::json::object();
-  if (fs::is_regular_file(cfg_file, ec)) {
-    try {
-      cfg = nlohmann::json::parse(io::read_text_file(cfg_file));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw_invalid(cfg_file.string(), "", std::string("not valid JSON: ") + e.what());
-    }
-    if (!cfg.is_object()) throw_invalid(cfg_file.string(), "", "expected a JSON object");
-  }
-  const std::string cfg_name = cfg_file.string();
-  const auto bos_name = config_token(cfg, "bos_token", cfg_name);
-  const auto eos_name = config_token(cfg, "eos_token", cfg_name);
-
-  if (fs::is_regular_file(json_file, ec)) {
-    Tokenizer t = from_json(io::read_text_file(json_file), json_file.string());
-    Impl& im = *t.impl_;
-    if (bos_name) im.bos = t.token_to_id(*bos_name);
-    if (eos_name) im.eos = t.token_to_id(*eos_name);
-    if (!im.pipe->post.present) {
-      if (config_flag(cfg, "add_bos_token", false, cfg_name) && im.bos) im.pipe->post.prefix = {*im.bos};
-      if (config_flag(cfg, "add_eos_token", false, cfg_name) && im.eos) im.pipe->post.suffix = {*im.eos};
-    }
-    return t;
-  }
-  if (fs::is_regular_file(sp_file, ec)) {
-    auto impl = std::make_unique<Impl>();
-    impl->sp = std::make_unique<SentencePieceModel>(sp_file);
-    impl->bos = bos_name ? impl->sp->piece_to_id(*bos_name) : impl->sp->bos_id();
-    impl->eos = eos_name ? impl->sp->piece_to_id(*eos_name) : impl->sp->eos_id();
-    if (config_flag(cfg, "add_bos_token", true, cfg_name) && impl->bos) impl->sp_prefix = {*impl->bos};
-    if (config_flag(cfg, "add_eos_token", false, cfg_name) && impl->eos) impl->sp_suffix = {*impl->eos};
-    return Tokenizer(std::move(impl));
-  }
-  throw_not_found(dir.string(), "tokenizer.json",
-                  "the model directory has neither tokenizer.json nor tokenizer.model",
-                  "copy the tokenizer files (tokenizer.json or tokenizer.model) of the model into it");
+  std::optional<std::string> json_text;
+  if (fs::is_regular_file(json_file, ec)) json_text = io::read_text_file(json_file);
+  const TokenizerChoice choice = choose_tokenizer(dir, cfg, json_text ? &*json_text : nullptr);
+  Tokenizer t = choice.kind == TokenizerKind::kLlamaPipeline
+                    ? load_llama(choice, json_text ? &*json_text : nullptr, cfg, cfg_name)
+                : choice.kind == TokenizerKind::kTokenizerJson ? load_as_written(*json_text, json_file, cfg, cfg_name)
+                                                               : load_sentencepiece(choice.file, cfg, cfg_name);
+  t.impl_->choice = choice;
+  return t;
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
@@ -209,6 +250,10 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   if (const std::string* s = p.model->id_to_token(id)) return *s;
   return std::nullopt;
 }
+
+const TokenizerChoice& Tokenizer::choice() const { return impl_->choice; }
+std::string Tokenizer::describe() const { return describe_choice(impl_->choice, impl_->replaced); }
+const std::vector<std::string>& Tokenizer::replaced_components() const { return impl_->replaced; }
 
 std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos; }
 std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos; }

@@ -54,6 +54,10 @@ TokenizerPipeline parse_tokenizer_json(std::string_view json_text, const std::st
   } catch (const json::parse_error& e) {
     ju::bad_field(source, "", std::string("not valid JSON: ") + e.what());
   }
+  return parse_tokenizer_json(root, source);
+}
+
+TokenizerPipeline parse_tokenizer_json(const json& root, const std::string& source) {
   if (!root.is_object()) ju::bad_field(source, "", "expected a JSON object");
   const json& model = field(root, "model");
   if (!model.is_object()) ju::bad_field(source, "model", "missing or not an object");

@@ -34,5 +34,7 @@ struct TokenizerPipeline {
 // kUnsupported (model / normalizer / pre_tokenizer / decoder /
 // post_processor types outside the handled set, naming the field).
 TokenizerPipeline parse_tokenizer_json(std::string_view json_text, const std::string& source);
+// The same from the parsed document.
+TokenizerPipeline parse_tokenizer_json(const nlohmann::json& root, const std::string& source);
 
 }  // namespace qloom::text
