@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <openssl/sha.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,24 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// Hex SHA-256 of `ids` as little-endian int32 (how the wikitext goldens
+// record a whole text's ids).
+inline std::string ids_sha256(const std::vector<int32_t>& ids) {
+  std::vector<unsigned char> bytes;
+  bytes.reserve(ids.size() * 4);
+  for (int32_t id : ids)
+    for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<unsigned char>(static_cast<uint32_t>(id) >> (8 * k)));
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(bytes.data(), bytes.size(), digest);
+  std::string hex;
+  for (unsigned char b : digest) {
+    char buf[3];
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    hex += buf;
+  }
+  return hex;
+}
 
 inline std::string escape(std::string_view s) {
   std::string out;

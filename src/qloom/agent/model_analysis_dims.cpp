@@ -17,19 +17,22 @@ namespace {
 
 using json = nlohmann::json;
 
+// A positive integer the shape needs; 0 and the key added to `missing` when
+// the config does not state it.
+int64_t required_positive(const Fields& f, const char* key, std::vector<std::string>& missing) {
+  const auto v = f.positive(key);
+  if (!v) missing.emplace_back(key);
+  return v.value_or(0);
+}
+
 // MLA attention (DeepSeek): the LoRA ranks and head dimensions.
 Mla mla_from_config(const Fields& f, std::vector<std::string>& missing) {
   Mla m;
   m.kv_lora = f.positive("kv_lora_rank").value_or(0);
   m.q_lora = f.non_negative("q_lora_rank").value_or(0);
-  auto req = [&](const char* key) {
-    auto v = f.positive(key);
-    if (!v) missing.emplace_back(key);
-    return v.value_or(0);
-  };
-  m.nope = req("qk_nope_head_dim");
-  m.rope = req("qk_rope_head_dim");
-  m.v = req("v_head_dim");
+  m.nope = required_positive(f, "qk_nope_head_dim", missing);
+  m.rope = required_positive(f, "qk_rope_head_dim", missing);
+  m.v = required_positive(f, "v_head_dim", missing);
   return m;
 }
 
@@ -173,15 +176,10 @@ Dims dims_from_engine(const model::ModelConfig& mc) {
 
 Dims dims_from_config(const Fields& f, const std::string& model_type, std::vector<std::string>& missing) {
   Dims d;
-  auto need = [&](const char* key) {
-    auto v = f.positive(key);
-    if (!v) missing.emplace_back(key);
-    return v.value_or(0);
-  };
-  d.hidden = need("hidden_size");
-  d.layers = need("num_hidden_layers");
-  d.heads = need("num_attention_heads");
-  d.vocab = need("vocab_size");
+  d.hidden = required_positive(f, "hidden_size", missing);
+  d.layers = required_positive(f, "num_hidden_layers", missing);
+  d.heads = required_positive(f, "num_attention_heads", missing);
+  d.vocab = required_positive(f, "vocab_size", missing);
   d.kv_heads = f.positive("num_key_value_heads").value_or(d.heads);
   d.head_dim = f.positive("head_dim").value_or(d.heads > 0 ? d.hidden / d.heads : 0);
   d.tie = f.boolean("tie_word_embeddings").value_or(false);
