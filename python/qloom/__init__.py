@@ -182,14 +182,16 @@ def quantize(*, model_dir, output_dir, quant_scheme, kv_cache_dtype=None, layer_
     return _json.loads(text)
 
 
-def validate(source, quantized, *, numeric=True, threads=0, report_dir=None):
-    """``qloom validate``: Quark's checks 4, 1, 3, 2 and qloom's numeric step 5.
+def validate(source, quantized, *, numeric=True, threads=0, report_dir=None, target="none"):
+    """``qloom validate``: Quark's checks 4, 1, 3, 2, qloom's numeric step 5 and vLLM's loader rules (step 6).
 
     Returns validation_report.json's dict plus ``passed``; ``report_dir``
-    also writes validation_report.md / .json there.
+    also writes validation_report.md / .json there. Steps 1-5 decide
+    ``passed``; step 6 is reported under ``deployable`` and fails the verdict
+    only with ``target="vllm"`` (as ``qloom validate --target vllm``).
     """
     text = _core.validate(_os.fspath(source), _os.fspath(quantized), numeric=numeric, threads=threads,
-                          report_dir=_path_or_none(report_dir))
+                          report_dir=_path_or_none(report_dir), target=target)
     return _json.loads(text)
 
 

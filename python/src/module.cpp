@@ -133,11 +133,12 @@ std::string quantize(const std::string& model_dir, const std::string& output_dir
 
 // As `qloom validate`: the report JSON (validation_report.json's form).
 std::string validate(const std::string& source, const std::string& quantized, bool numeric, unsigned threads,
-                     const std::optional<std::string>& report_dir) {
+                     const std::optional<std::string>& report_dir, const std::string& target) {
   PyProgress progress{py::none()};
   const validate::ValidationReport report = run_released(progress, [&] {
     validate::ValidateOptions vo;
     vo.threads = threads;
+    vo.target = validate::parse_deploy_target(target);
     if (numeric) vo.numeric_step = validate::check_dequantized_weights;
     validate::ValidationReport r =
         validate::validate_checkpoint(resolve_model(source, io::HubFetch::kModel), quantized, vo);
@@ -262,7 +263,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("max_shard_bytes") = d.max_shard_bytes, py::arg("threads") = d.threads,
         py::arg("progress") = py::none());
   m.def("validate", &validate, py::arg("source"), py::arg("quantized"), py::arg("numeric") = true,
-        py::arg("threads") = 0u, py::arg("report_dir") = py::none());
+        py::arg("threads") = 0u, py::arg("report_dir") = py::none(), py::arg("target") = "none");
   const qloom::eval::EvalOptions e;
   m.def("evaluate", &evaluate, py::arg("model_dir"), py::arg("task"), py::arg("source") = e.source_dir,
         py::arg("dataset") = e.dataset, py::arg("protocol") = e.protocol, py::arg("seq_len") = e.seq_len,

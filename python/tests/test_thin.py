@@ -73,6 +73,19 @@ def test_validate_fails_on_a_broken_checkpoint(quantized_demo, demo_model, tmp_p
     assert step1["status"] == "FAIL"
 
 
+def test_validate_target_decides_whether_vllm_counts(tmp_path, demo_model):
+    out = tmp_path / "int4pc"
+    qloom.quantize(model_dir=demo_model, output_dir=out, quant_scheme="int4_wo_per_channel", threads=1)
+    report = qloom.validate(demo_model, out, numeric=False)
+    assert report["passed"] is True
+    assert report["target"] == "none"
+    assert report["deployable"]["vllm"]["ok"] is False
+    assert "group_size" in report["deployable"]["vllm"]["reason"]
+    strict = qloom.validate(demo_model, out, numeric=False, target="vllm")
+    assert strict["passed"] is False
+    assert strict["verdict"] == "FAIL"
+
+
 def test_evaluate_ppl_and_kld(quantized_demo, demo_model):
     out, _ = quantized_demo
     ppl = qloom.evaluate(demo_model, task="ppl", dataset="tinystories", limit=2, threads=1)
