@@ -17,7 +17,7 @@ namespace qloom::test {
 namespace fs = std::filesystem;
 namespace {
 
-fs::path cache_root() { return fs::path(QLOOM_BINARY_DIR) / "real" / "artifacts"; }
+fs::path artifacts_dir() { return fs::path(QLOOM_BINARY_DIR) / "real" / "artifacts"; }
 
 // The qloom binary as built: a rebuild changes its size or mtime.
 std::string binary_identity() {
@@ -56,6 +56,22 @@ class FileLock {
  private:
   int fd_;
 };
+
+// The artifacts of this build of qloom: artifacts/<binary id>/. The first
+// call of a process removes those of earlier builds (a SmolLM2 checkpoint is
+// ~100 MB, so stale sets would pile up with every rebuild).
+fs::path cache_root() {
+  static const fs::path root = [] {
+    const std::string id = sha256_hex(binary_identity()).substr(0, 16);
+    fs::create_directories(artifacts_dir());
+    FileLock lock(artifacts_dir() / "prune.lock");
+    for (const auto& e : fs::directory_iterator(artifacts_dir()))
+      if (e.is_directory() && e.path().filename() != id) fs::remove_all(e.path());
+    fs::create_directories(artifacts_dir() / id);
+    return artifacts_dir() / id;
+  }();
+  return root;
+}
 
 }  // namespace
 

@@ -1,9 +1,10 @@
 // The real tier's shared artifacts: a quantized SmolLM2 checkpoint (or an
 // eval result) is computed once per build of qloom and read by every test
 // that asks for the same command. The cache lives in the build dir
-// (QLOOM_BINARY_DIR/real/artifacts), keyed by the command's arguments and the
-// qloom binary (its size and modification time): rebuilding qloom starts a
-// fresh set. Concurrent test processes (ctest -j) wait on a per-key lock
+// (QLOOM_BINARY_DIR/real/artifacts/<binary id>), keyed by the command's
+// arguments and the qloom binary (its size and modification time):
+// rebuilding qloom starts a fresh set, and the first test process of the new
+// build removes the old one. Concurrent test processes (ctest -j) wait on a per-key lock
 // instead of computing the same artifact twice; an artifact is published by
 // renaming a finished temp dir, so a half-written one is never read.
 #pragma once
