@@ -65,8 +65,10 @@ fs::path cache_root() {
     const std::string id = sha256_hex(binary_identity()).substr(0, 16);
     fs::create_directories(artifacts_dir());
     FileLock lock(artifacts_dir() / "prune.lock");
-    for (const auto& e : fs::directory_iterator(artifacts_dir()))
-      if (e.is_directory() && e.path().filename() != id) fs::remove_all(e.path());
+    for (const auto& e : fs::directory_iterator(artifacts_dir())) {
+      const auto name = e.path().filename();
+      if (name != id && name != "prune.lock") fs::remove_all(e.path());
+    }
     fs::create_directories(artifacts_dir() / id);
     return artifacts_dir() / id;
   }();
