@@ -5,7 +5,6 @@
 // transformers 5's AutoTokenizer (tests/data/eval/wikitext2_demo_ids.json).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <openssl/sha.h>
 
 #include <cstdio>
 #include <string>
@@ -13,22 +12,13 @@
 
 #include "qloom/text/tokenizer.h"
 #include "qloom/eval/datasets.h"
+#include "support/sha256.h"
 #include "support/temp_dir.h"
 
 namespace qloom::eval {
 namespace {
 
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(static_cast<const unsigned char*>(data), n, digest);
-  std::string hex;
-  for (unsigned char b : digest) {
-    char buf[3];
-    std::snprintf(buf, sizeof buf, "%02x", b);
-    hex += buf;
-  }
-  return hex;
-}
+using test::sha256_hex;
 
 nlohmann::json golden() {
   return nlohmann::json::parse(test::read_file(std::string(QLOOM_TEST_DATA_DIR) + "/eval/wikitext2_demo_ids.json"));

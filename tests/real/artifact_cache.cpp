@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 #include <cstdio>
 #include <fstream>
 
 #include "real/real_model.h"
+#include "support/sha256.h"
 #include "support/subprocess.h"
 
 namespace qloom::test {
@@ -26,19 +26,6 @@ std::string binary_identity() {
   const auto size = fs::file_size(cli, ec);
   const auto mtime = fs::last_write_time(cli, ec).time_since_epoch().count();
   return cli.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
-}
-
-std::string sha256_hex(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", md[i]);
-    hex += buf;
-  }
-  return hex;
 }
 
 // An exclusive flock on `path` for the object's lifetime.

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <openssl/sha.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "qloom/text/tokenizer.h"
+#include "support/sha256.h"
 #include "support/temp_dir.h"
 
 namespace qloom::text {
@@ -31,15 +31,7 @@ inline std::string ids_sha256(const std::vector<int32_t>& ids) {
   bytes.reserve(ids.size() * 4);
   for (int32_t id : ids)
     for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<unsigned char>(static_cast<uint32_t>(id) >> (8 * k)));
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(bytes.data(), bytes.size(), digest);
-  std::string hex;
-  for (unsigned char b : digest) {
-    char buf[3];
-    std::snprintf(buf, sizeof buf, "%02x", b);
-    hex += buf;
-  }
-  return hex;
+  return test::sha256_hex(bytes.data(), bytes.size());
 }
 
 inline std::string escape(std::string_view s) {
