@@ -62,22 +62,23 @@ fs::path cache_root() {
   return root;
 }
 
-}  // namespace
-
+// The key inside this build's set (cache_root() already stands for the
+// binary): a hex SHA-256 of `kind` and every argument.
 std::string artifact_key(const std::string& kind, const std::vector<std::string>& args) {
-  std::string text = "qloom-real-artifact-v1\n" + binary_identity() + "\n" + kind;
+  std::string text = "qloom-real-artifact-v1\n" + kind;
   for (const auto& a : args) text += "\n" + a;
-  return sha256_hex(text);
+  return sha256_hex(text).substr(0, 24);
 }
 
-namespace detail {
+}  // namespace
 
-fs::path with_cache_lock(const std::string& key, const std::function<bool(const fs::path&)>& fill) {
-  fs::create_directories(cache_root());
-  const fs::path dir = cache_root() / key.substr(0, 24);
-  FileLock lock(cache_root() / (key.substr(0, 24) + ".lock"));
+fs::path cached_artifact(const std::string& kind, const std::vector<std::string>& args,
+                         const std::function<bool(const fs::path&)>& fill) {
+  const std::string key = artifact_key(kind, args);
+  const fs::path dir = cache_root() / key;
+  FileLock lock(cache_root() / (key + ".lock"));
   if (fs::is_directory(dir)) return dir;
-  const fs::path tmp = cache_root() / (key.substr(0, 24) + ".tmp");
+  const fs::path tmp = cache_root() / (key + ".tmp");
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   if (!fill(tmp)) {
@@ -87,8 +88,6 @@ fs::path with_cache_lock(const std::string& key, const std::function<bool(const 
   fs::rename(tmp, dir);
   return dir;
 }
-
-}  // namespace detail
 
 fs::path shared_checkpoint(const std::vector<std::string>& quantize_args) {
   const fs::path dir = cached_artifact("quantize", quantize_args, [&](const fs::path& tmp) {

@@ -18,11 +18,12 @@
 
 namespace qloom::test {
 
-// The cache directory for `args` (created by `make`, which receives the
-// directory to fill and returns true on success). Returns an empty path when
-// `make` failed: nothing is published and the next caller tries again.
-template <typename Make>
-std::filesystem::path cached_artifact(const std::string& kind, const std::vector<std::string>& args, Make make);
+// The cache directory for `kind` and `args`, filled once by `fill` (which
+// receives a temp directory and returns true on success) and published by
+// renaming it. Returns an empty path when `fill` failed: nothing is published
+// and the next caller tries again.
+std::filesystem::path cached_artifact(const std::string& kind, const std::vector<std::string>& args,
+                                      const std::function<bool(const std::filesystem::path&)>& fill);
 
 // `qloom quantize --model_dir <real model> --output_dir <cached> <args...>`,
 // once per build; the checkpoint's path, or an empty path (with a recorded
@@ -36,20 +37,5 @@ nlohmann::json shared_json(const std::vector<std::string>& args);
 // A file named `name` holding `content`, in the cache (a config file passed
 // to a shared quantize: the key then depends on the content, not on a temp path).
 std::filesystem::path shared_file(const std::string& name, const std::string& content);
-
-// The key's parts (exposed for the cache's own test): a hex SHA-256 of the
-// binary's identity, `kind` and every argument.
-std::string artifact_key(const std::string& kind, const std::vector<std::string>& args);
-
-namespace detail {
-// Runs `fill(tmp)` under the key's lock unless the key's dir already exists;
-// returns the published dir or an empty path.
-std::filesystem::path with_cache_lock(const std::string& key, const std::function<bool(const std::filesystem::path&)>& fill);
-}  // namespace detail
-
-template <typename Make>
-std::filesystem::path cached_artifact(const std::string& kind, const std::vector<std::string>& args, Make make) {
-  return detail::with_cache_lock(artifact_key(kind, args), make);
-}
 
 }  // namespace qloom::test
