@@ -132,13 +132,11 @@ void parse_sizes(const Reader& r, const Architecture& a, ModelConfig& c) {
   c.num_kv_heads = r.positive("num_key_value_heads", c.num_heads);
   if (c.num_heads % c.num_kv_heads != 0) r.bad("num_key_value_heads", "must divide num_attention_heads");
   // An explicit "head_dim": null means hidden_size / num_attention_heads, as transformers derives it.
-  const bool derived = !r.has("head_dim") && !(a.default_head_dim > 0 && !r.j.contains("head_dim"));
-  if (derived && c.hidden_size % c.num_heads != 0)
+  const bool arch_default = a.default_head_dim > 0 && !r.j.contains("head_dim");
+  if (!r.has("head_dim") && !arch_default && c.hidden_size % c.num_heads != 0)
     r.bad("num_attention_heads", "does not divide hidden_size (" + std::to_string(c.hidden_size) +
                                      ") and no head_dim is given; set head_dim in config.json");
-  const int64_t def_hd =
-      a.default_head_dim > 0 && !r.j.contains("head_dim") ? a.default_head_dim : c.hidden_size / c.num_heads;
-  c.head_dim = r.positive("head_dim", def_hd);
+  c.head_dim = r.positive("head_dim", arch_default ? a.default_head_dim : c.hidden_size / c.num_heads);
   c.max_position_embeddings = r.integer("max_position_embeddings", 0);
   if (c.max_position_embeddings < 0) r.bad("max_position_embeddings", "must not be negative");
 }
