@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "qloom/text/json_util.h"
+#include "qloom/text/tokenizer_limits.h"
 #include "qloom/text/unicode.h"
 
 namespace qloom::text {
@@ -11,7 +12,7 @@ namespace qloom::text {
 namespace ju = json_util;
 using nlohmann::json;
 
-Bpe::Bpe(const json& m, const std::string& source, const std::string& item) {
+Bpe::Bpe(const json& m, const std::string& source, const std::string& item, int64_t id_limit) {
   const auto type = ju::get_or<std::string>(m, "type", "BPE", source, item);
   if (type != "BPE") {
     ju::unsupported(source, item + ".type", "unsupported model type \"" + type + "\" (only BPE)");
@@ -30,21 +31,7 @@ Bpe::Bpe(const json& m, const std::string& source, const std::string& item) {
   if (vocab_it == m.end() || !vocab_it->is_object()) {
     ju::bad_field(source, item + ".vocab", "expected an object of token -> id");
   }
-  vocab_.reserve(vocab_it->size());
-  for (auto it = vocab_it->begin(); it != vocab_it->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() > INT32_MAX) {
-      ju::bad_field(source, item + ".vocab", "id of \"" + it.key() + "\" is not a valid id");
-    }
-    const auto id = it.value().get<int32_t>();
-    vocab_[it.key()] = id;
-    if (static_cast<size_t>(id) >= id_to_token_.size()) {
-      id_to_token_.resize(static_cast<size_t>(id) + 1);
-      has_id_.resize(static_cast<size_t>(id) + 1);
-    }
-    id_to_token_[static_cast<size_t>(id)] = it.key();
-    has_id_[static_cast<size_t>(id)] = true;
-  }
+  load_vocab(*vocab_it, id_limit, source, item + ".vocab");
 
   const auto unk = ju::get_or<std::string>(m, "unk_token", "", source, item);
   if (!unk.empty()) {
@@ -65,16 +52,44 @@ Bpe::Bpe(const json& m, const std::string& source, const std::string& item) {
   if (merges_it == m.end() || !merges_it->is_array()) {
     ju::bad_field(source, item + ".merges", "expected an array");
   }
-  merges_.reserve(merges_it->size());
+  load_merges(*merges_it, source, item);
+}
+
+// Ids are checked before the id -> token table grows to them: a hostile id
+// would otherwise size it (tokenizer_limits.h).
+void Bpe::load_vocab(const json& vocab, int64_t id_limit, const std::string& source, const std::string& item) {
+  vocab_.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    check_token_size(it.key(), source, item);
+    const int32_t id = checked_token_id(it.value(), id_limit, source, item, it.key());
+    const auto at = static_cast<size_t>(id);
+    if (at >= id_to_token_.size()) {
+      id_to_token_.resize(at + 1);
+      has_id_.resize(at + 1);
+    }
+    if (has_id_[at]) {
+      // HF keeps an arbitrary one of them for decoding.
+      ju::bad_field(source, item,
+                    "tokens " + shown_token(id_to_token_[at]) + " and " + shown_token(it.key()) +
+                        " have the same id " + std::to_string(id));
+    }
+    vocab_[it.key()] = id;
+    id_to_token_[at] = it.key();
+    has_id_[at] = true;
+  }
+}
+
+void Bpe::load_merges(const json& merges, const std::string& source, const std::string& item) {
+  merges_.reserve(merges.size());
   int32_t rank = 0;
-  for (const auto& e : *merges_it) {
+  for (const auto& e : merges) {
     std::string a, b;
     if (e.is_string()) {
       const auto s = e.get<std::string>();
       const size_t sp = s.find(' ');
       if (sp == std::string::npos) {
         ju::bad_field(source, item + ".merges[" + std::to_string(rank) + "]",
-                      "merge \"" + s + "\" is not \"a b\"");
+                      "merge " + shown_token(s) + " is not \"a b\"");
       }
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
@@ -93,7 +108,7 @@ Bpe::Bpe(const json& m, const std::string& source, const std::string& item) {
     const auto im = vocab_.find(merged);
     if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end()) {
       ju::bad_field(source, item + ".merges[" + std::to_string(rank) + "]",
-                    "merge \"" + a + " " + b + "\" uses a token missing from the vocab");
+                    "merge " + shown_token(a + " " + b) + " uses a token missing from the vocab");
     }
     merges_[pair_key(ia->second, ib->second)] = Merge{rank, im->second};  // later wins, as HF
     ++rank;

@@ -16,9 +16,11 @@ namespace qloom::text {
 
 class Bpe {
  public:
-  // From the "model" object; throws kInvalidInput (bad vocab/merges) or
-  // kUnsupported (dropout > 0, another model type) naming `item`.
-  Bpe(const nlohmann::json& model, const std::string& source, const std::string& item);
+  // From the "model" object; throws kInvalidInput (bad vocab/merges; an id
+  // outside [0, id_limit), two tokens with one id, a token over
+  // kMaxTokenBytes: see tokenizer_limits.h) or kUnsupported (dropout > 0,
+  // another model type) naming `item`.
+  Bpe(const nlohmann::json& model, const std::string& source, const std::string& item, int64_t id_limit);
 
   // Appends the ids of one pre-tokenized word.
   void tokenize(std::string_view word, std::vector<int32_t>& out) const;
@@ -38,6 +40,9 @@ class Bpe {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
   void merge_word(std::vector<int32_t>& symbols) const;
+  void load_vocab(const nlohmann::json& vocab, int64_t id_limit, const std::string& source,
+                  const std::string& item);
+  void load_merges(const nlohmann::json& merges, const std::string& source, const std::string& item);
 
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;

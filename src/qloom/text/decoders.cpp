@@ -1,7 +1,10 @@
 #include "qloom/text/decoders.h"
 
+#include <algorithm>
+
 #include "qloom/text/json_util.h"
 #include "qloom/text/normalizers.h"
+#include "qloom/text/tokenizer_limits.h"
 #include "qloom/text/unicode.h"
 
 namespace qloom::text {
@@ -9,13 +12,19 @@ namespace qloom::text {
 namespace ju = json_util;
 using nlohmann::json;
 
+void Decoder::decode_chain(std::vector<std::string>& tokens) const {
+  size_t bytes = 0;
+  for (const auto& t : tokens) bytes += t.size();
+  apply(tokens, bytes);
+}
+
 namespace {
 
 class SequenceDec : public Decoder {
  public:
   explicit SequenceDec(std::vector<std::unique_ptr<Decoder>> v) : v_(std::move(v)) {}
-  void decode_chain(std::vector<std::string>& t) const override {
-    for (const auto& d : v_) d->decode_chain(t);
+  void apply(std::vector<std::string>& t, size_t input_bytes) const override {
+    for (const auto& d : v_) d->apply(t, input_bytes);
   }
 
  private:
@@ -26,7 +35,7 @@ class SequenceDec : public Decoder {
 // character keeps its own bytes) and repairs invalid UTF-8 lossily.
 class ByteLevelDec : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& t) const override {
+  void apply(std::vector<std::string>& t, size_t /*input_bytes*/) const override {
     std::string bytes;
     for (const auto& tok : t) {
       std::string mine;
@@ -48,7 +57,7 @@ class ByteLevelDec : public Decoder {
 class MetaspaceDec : public Decoder {
  public:
   MetaspaceDec(char32_t rep, bool strip_first) : rep_(rep), strip_first_(strip_first) {}
-  void decode_chain(std::vector<std::string>& t) const override {
+  void apply(std::vector<std::string>& t, size_t /*input_bytes*/) const override {
     for (size_t k = 0; k < t.size(); ++k) {
       std::string out;
       for (size_t i = 0; i < t[k].size();) {
@@ -71,32 +80,49 @@ class MetaspaceDec : public Decoder {
 
 class ReplaceDec : public Decoder {
  public:
-  ReplaceDec(Pattern p, std::string content) : p_(std::move(p)), content_(std::move(content)) {}
-  void decode_chain(std::vector<std::string>& t) const override {
+  ReplaceDec(Pattern p, std::string content, std::string source, std::string item)
+      : p_(std::move(p)), content_(std::move(content)), source_(std::move(source)), item_(std::move(item)) {}
+  void apply(std::vector<std::string>& t, size_t input_bytes) const override {
+    size_t total = 0;
+    for (const auto& tok : t) total += tok.size();
+    const size_t limit = growth_limit(input_bytes);
     for (auto& tok : t) {
       const auto m = p_.find_all(tok);
       if (m.empty()) continue;
-      std::string out;
-      size_t last = 0;
+      size_t size = tok.size();
       for (const auto& [s, e] : m) {
-        out.append(tok, last, s - last);
-        out += content_;
-        last = e;
+        size = size - (e - s) + content_.size();
+        if (size > limit) break;  // (and no overflow)
       }
-      out.append(tok, last, std::string::npos);
-      tok = std::move(out);
+      check_growth(input_bytes, total - tok.size() + std::min(size, limit + 1), source_, item_,
+                   "Replace decoder");
+      total = total - tok.size() + size;
+      tok = replaced(tok, m, size);
     }
   }
 
  private:
+  std::string replaced(const std::string& tok, const std::vector<Range>& m, size_t size) const {
+    std::string out;
+    out.reserve(size);
+    size_t last = 0;
+    for (const auto& [s, e] : m) {
+      out.append(tok, last, s - last);
+      out += content_;
+      last = e;
+    }
+    out.append(tok, last, std::string::npos);
+    return out;
+  }
+
   Pattern p_;
-  std::string content_;
+  std::string content_, source_, item_;
 };
 
 // <0xXX> runs become their bytes when valid UTF-8, else one U+FFFD per byte.
 class ByteFallbackDec : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& t) const override {
+  void apply(std::vector<std::string>& t, size_t /*input_bytes*/) const override {
     std::vector<std::string> out;
     std::string pending;
     size_t pending_n = 0;
@@ -137,7 +163,7 @@ class ByteFallbackDec : public Decoder {
 
 class FuseDec : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& t) const override {
+  void apply(std::vector<std::string>& t, size_t /*input_bytes*/) const override {
     std::string all;
     for (const auto& s : t) all += s;
     t.assign(1, std::move(all));
@@ -148,7 +174,7 @@ class FuseDec : public Decoder {
 class StripDec : public Decoder {
  public:
   StripDec(char32_t c, size_t start, size_t stop) : c_(c), start_(start), stop_(stop) {}
-  void decode_chain(std::vector<std::string>& t) const override {
+  void apply(std::vector<std::string>& t, size_t /*input_bytes*/) const override {
     for (auto& tok : t) {
       std::vector<std::pair<size_t, size_t>> chars;  // byte ranges
       for (size_t i = 0; i < tok.size();) {
@@ -213,7 +239,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& source, 
   if (type == "Replace") {
     return std::make_unique<ReplaceDec>(
         parse_pattern(ju::get<json>(j, "pattern", source, item), source, item + ".pattern"),
-        ju::get<std::string>(j, "content", source, item));
+        ju::get<std::string>(j, "content", source, item), source, item);
   }
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDec>();
   if (type == "Fuse") return std::make_unique<FuseDec>();

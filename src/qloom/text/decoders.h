@@ -14,7 +14,12 @@ namespace qloom::text {
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // Throws kInvalidInput naming the decoder (file and field) that would make
+  // the tokens longer together than growth_limit of their size before
+  // (tokenizer_limits.h; only Replace can grow them much).
+  void decode_chain(std::vector<std::string>& tokens) const;
+  // One step; `input_bytes`: the tokens' total size before the whole decoder ran.
+  virtual void apply(std::vector<std::string>& tokens, size_t input_bytes) const = 0;
 };
 
 // Types: ByteLevel, Metaspace, Sequence, Replace, ByteFallback, Fuse, Strip.

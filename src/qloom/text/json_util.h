@@ -6,8 +6,19 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace qloom::text::json_util {
+
+// Containers nested deeper than this in tokenizer.json or
+// tokenizer_config.json are an error (real files: under 10), which also
+// bounds the recursion over nested Sequence components.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses a tokenizer file's JSON text (repeated keys: the last wins, as
+// before); throws kInvalidInput naming `source` when it is not valid JSON or
+// nests deeper than kMaxJsonDepth.
+nlohmann::json parse_document(std::string_view text, const std::string& source);
 
 // j[key] as T; `dflt` when absent or null.
 template <class T>

@@ -5,6 +5,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/text/sentencepiece_model.h"
+#include "qloom/text/tokenizer_limits.h"
 #include "qloom/text/unicode.h"
 
 namespace qloom::text {
@@ -151,12 +152,15 @@ json parse_added_tokens_decoder(const json& dec, const std::string& file) {
   if (!dec.is_object()) throw_invalid(file, "added_tokens_decoder", "expected an object of id -> token");
   for (auto it = dec.begin(); it != dec.end(); ++it) {
     const std::string item = "added_tokens_decoder." + it.key();
-    int64_t id = -1;
-    try {
-      id = std::stoll(it.key());
-    } catch (const std::exception&) {
+    const std::string& key = it.key();
+    const bool digits = !key.empty() && key.size() <= 9 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) throw_invalid(file, item, "the key is not a token id (a whole number from 0)");
+    const int64_t id = std::stoll(key);
+    if (id >= kMaxTokenId) {
+      throw_invalid(file, item, "token id " + key + " is beyond the limit of " + std::to_string(kMaxTokenId),
+                    "the file is damaged or hostile");
     }
-    if (id < 0) throw_invalid(file, item, "the key is not a token id");
     const json& t = it.value();
     const auto content = token_content(t, file, item);
     if (!content) throw_invalid(file, item, "expected a token");

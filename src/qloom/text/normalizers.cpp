@@ -2,6 +2,7 @@
 
 #include "qloom/text/json_util.h"
 #include "qloom/text/onig_regex.h"
+#include "qloom/text/tokenizer_limits.h"
 #include "qloom/text/unicode.h"
 
 namespace qloom::text {
@@ -11,11 +12,19 @@ using nlohmann::json;
 
 namespace {
 
+// Where a normalizer sits in the file, for the growth error.
+struct Where {
+  std::string source, item;
+  void check(size_t input_bytes, size_t new_size, const char* what) const {
+    check_growth(input_bytes, new_size, source, item, what);
+  }
+};
+
 class SequenceNorm : public Normalizer {
  public:
   explicit SequenceNorm(std::vector<std::unique_ptr<Normalizer>> n) : n_(std::move(n)) {}
-  void normalize(std::string& t) const override {
-    for (const auto& n : n_) n->normalize(t);
+  void apply(std::string& t, size_t input_bytes) const override {
+    for (const auto& n : n_) n->apply(t, input_bytes);
   }
 
  private:
@@ -24,22 +33,33 @@ class SequenceNorm : public Normalizer {
 
 class PrependNorm : public Normalizer {
  public:
-  explicit PrependNorm(std::string p) : p_(std::move(p)) {}
-  void normalize(std::string& t) const override {
-    if (!t.empty()) t.insert(0, p_);
+  PrependNorm(std::string p, Where w) : p_(std::move(p)), w_(std::move(w)) {}
+  void apply(std::string& t, size_t input_bytes) const override {
+    if (t.empty()) return;
+    w_.check(input_bytes, t.size() + p_.size(), "Prepend normalizer");
+    t.insert(0, p_);
   }
 
  private:
   std::string p_;
+  Where w_;
 };
 
 class ReplaceNorm : public Normalizer {
  public:
-  ReplaceNorm(Pattern p, std::string content) : p_(std::move(p)), content_(std::move(content)) {}
-  void normalize(std::string& t) const override {
+  ReplaceNorm(Pattern p, std::string content, Where w)
+      : p_(std::move(p)), content_(std::move(content)), w_(std::move(w)) {}
+  void apply(std::string& t, size_t input_bytes) const override {
     const auto matches = p_.find_all(t);
     if (matches.empty()) return;
+    size_t size = t.size();
+    for (const auto& [s, e] : matches) {
+      size = size - (e - s) + content_.size();
+      if (size > growth_limit(input_bytes)) break;  // (and no overflow)
+    }
+    w_.check(input_bytes, size, "Replace normalizer");
     std::string out;
+    out.reserve(size);
     size_t last = 0;
     for (const auto& [s, e] : matches) {
       out.append(t, last, s - last);
@@ -53,26 +73,40 @@ class ReplaceNorm : public Normalizer {
  private:
   Pattern p_;
   std::string content_;
+  Where w_;
 };
 
+// NFC/NFD/NFKC/NFKD grow a character at most ~11x (in bytes), Lowercase a
+// little; checked after the fact.
 class UnicodeNorm : public Normalizer {
  public:
-  explicit UnicodeNorm(NormalForm f) : f_(f) {}
-  void normalize(std::string& t) const override { t = unicode_normalize(t, f_); }
+  UnicodeNorm(NormalForm f, Where w) : f_(f), w_(std::move(w)) {}
+  void apply(std::string& t, size_t input_bytes) const override {
+    t = unicode_normalize(t, f_);
+    w_.check(input_bytes, t.size(), "Unicode normalizer");
+  }
 
  private:
   NormalForm f_;
+  Where w_;
 };
 
 class LowercaseNorm : public Normalizer {
  public:
-  void normalize(std::string& t) const override { t = unicode_lowercase(t); }
+  explicit LowercaseNorm(Where w) : w_(std::move(w)) {}
+  void apply(std::string& t, size_t input_bytes) const override {
+    t = unicode_lowercase(t);
+    w_.check(input_bytes, t.size(), "Lowercase normalizer");
+  }
+
+ private:
+  Where w_;
 };
 
 class StripNorm : public Normalizer {
  public:
   StripNorm(bool left, bool right) : left_(left), right_(right) {}
-  void normalize(std::string& t) const override {
+  void apply(std::string& t, size_t /*input_bytes*/) const override {
     size_t begin = 0, end = t.size();
     if (left_) {
       while (begin < end) {
@@ -104,7 +138,7 @@ Pattern parse_pattern(const json& j, const std::string& source, const std::strin
     return Pattern::literal(j["String"].get<std::string>());
   }
   if (j.is_object() && j.contains("Regex") && j["Regex"].is_string()) {
-    return Pattern::regex(j["Regex"].get<std::string>(), item);
+    return Pattern::regex(j["Regex"].get<std::string>(), item, source);
   }
   ju::bad_field(source, item, "expected {\"String\": ...} or {\"Regex\": ...}");
 }
@@ -123,19 +157,20 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& so
     }
     return std::make_unique<SequenceNorm>(std::move(v));
   }
+  const Where w{source, item};
   if (type == "Prepend") {
-    return std::make_unique<PrependNorm>(ju::get<std::string>(j, "prepend", source, item));
+    return std::make_unique<PrependNorm>(ju::get<std::string>(j, "prepend", source, item), w);
   }
   if (type == "Replace") {
     return std::make_unique<ReplaceNorm>(
         parse_pattern(ju::get<json>(j, "pattern", source, item), source, item + ".pattern"),
-        ju::get<std::string>(j, "content", source, item));
+        ju::get<std::string>(j, "content", source, item), w);
   }
-  if (type == "NFC") return std::make_unique<UnicodeNorm>(NormalForm::kNFC);
-  if (type == "NFD") return std::make_unique<UnicodeNorm>(NormalForm::kNFD);
-  if (type == "NFKC") return std::make_unique<UnicodeNorm>(NormalForm::kNFKC);
-  if (type == "NFKD") return std::make_unique<UnicodeNorm>(NormalForm::kNFKD);
-  if (type == "Lowercase") return std::make_unique<LowercaseNorm>();
+  if (type == "NFC") return std::make_unique<UnicodeNorm>(NormalForm::kNFC, w);
+  if (type == "NFD") return std::make_unique<UnicodeNorm>(NormalForm::kNFD, w);
+  if (type == "NFKC") return std::make_unique<UnicodeNorm>(NormalForm::kNFKC, w);
+  if (type == "NFKD") return std::make_unique<UnicodeNorm>(NormalForm::kNFKD, w);
+  if (type == "Lowercase") return std::make_unique<LowercaseNorm>(w);
   if (type == "Strip") {
     return std::make_unique<StripNorm>(ju::get_or<bool>(j, "strip_left", true, source, item),
                                        ju::get_or<bool>(j, "strip_right", true, source, item));

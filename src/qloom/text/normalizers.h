@@ -15,7 +15,13 @@ namespace qloom::text {
 class Normalizer {
  public:
   virtual ~Normalizer() = default;
-  virtual void normalize(std::string& text) const = 0;
+  // Normalizes `text` in place. Throws kInvalidInput naming the normalizer
+  // (file and field) that would make it longer than growth_limit of its size
+  // before (tokenizer_limits.h), before building the oversized text where
+  // the size is known up front (Prepend, Replace).
+  void normalize(std::string& text) const { apply(text, text.size()); }
+  // One step; `input_bytes` is the size before the whole normalizer ran.
+  virtual void apply(std::string& text, size_t input_bytes) const = 0;
 };
 
 // Builds from the JSON object at `item` (e.g. "normalizer"); null gives

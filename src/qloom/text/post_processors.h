@@ -20,8 +20,10 @@ struct PostProcessor {
   void apply(std::vector<int32_t>& ids) const;
 };
 
-// Throws kUnsupported for other types, kInvalidInput when malformed.
+// Throws kUnsupported for other types, kInvalidInput when malformed, when an
+// id is outside [0, id_limit) or when more than kMaxPostProcessorIds ids
+// would surround a sequence (tokenizer_limits.h).
 PostProcessor make_post_processor(const nlohmann::json& j, const std::string& source,
-                                  const std::string& item);
+                                  const std::string& item, int64_t id_limit);
 
 }  // namespace qloom::text

@@ -124,9 +124,9 @@ class SequencePre : public PreTokenizer {
 
 class ByteLevelPre : public PreTokenizer {
  public:
-  ByteLevelPre(bool add_prefix_space, bool use_regex)
+  ByteLevelPre(bool add_prefix_space, bool use_regex, const std::string& source, const std::string& item)
       : add_prefix_space_(add_prefix_space) {
-    if (use_regex) re_ = std::make_unique<OnigRegex>(kGpt2Pattern);
+    if (use_regex) re_ = std::make_unique<OnigRegex>(kGpt2Pattern, item, source);
   }
   void apply(std::vector<Piece>& pieces) const override {
     for_each_split(pieces, [&](Piece& p, std::vector<Piece>& out) {
@@ -231,7 +231,8 @@ class DigitsPre : public PreTokenizer {
 // Whitespace: keeps \w+ and [^\w\s]+ runs. WhitespaceSplit: drops whitespace.
 class RegexKeepPre : public PreTokenizer {
  public:
-  RegexKeepPre(const std::string& pattern, bool invert) : re_(pattern), invert_(invert) {}
+  RegexKeepPre(const std::string& pattern, bool invert, const std::string& source, const std::string& item)
+      : re_(pattern, item, source), invert_(invert) {}
   void apply(std::vector<Piece>& pieces) const override {
     for_each_split(pieces, [&](Piece& p, std::vector<Piece>& out) {
       split_piece(p, re_.find_all(p.text), SplitBehavior::kRemoved, invert_, out);
@@ -273,7 +274,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
   if (type == "ByteLevel") {
     return std::make_unique<ByteLevelPre>(
         ju::get_or<bool>(j, "add_prefix_space", true, source, item),
-        ju::get_or<bool>(j, "use_regex", true, source, item));
+        ju::get_or<bool>(j, "use_regex", true, source, item), source, item);
   }
   if (type == "Split") {
     return std::make_unique<SplitPre>(
@@ -315,9 +316,11 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
     re += "+|";
     re += kRustNotWordOrSpaceClass;
     re += "+";
-    return std::make_unique<RegexKeepPre>(re, true);
+    return std::make_unique<RegexKeepPre>(re, true, source, item);
   }
-  if (type == "WhitespaceSplit") return std::make_unique<RegexKeepPre>("\\p{White_Space}+", false);
+  if (type == "WhitespaceSplit") {
+    return std::make_unique<RegexKeepPre>("\\p{White_Space}+", false, source, item);
+  }
   ju::unsupported(source, item + ".type", "unsupported pre_tokenizer type \"" + type + "\"");
 }
 

@@ -20,6 +20,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/io/text_file.h"
+#include "qloom/text/json_util.h"
 #include "qloom/text/llama_pipeline.h"
 #include "qloom/text/sentencepiece_model.h"
 #include "qloom/text/tokenizer_pipeline.h"
@@ -125,12 +126,7 @@ Tokenizer Tokenizer::load_llama(const TokenizerChoice& c, const std::string* jso
   nlohmann::json doc;
   std::vector<std::string> replaced;
   if (json_text) {
-    nlohmann::json original;
-    try {
-      original = nlohmann::json::parse(*json_text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw_invalid(source, "", std::string("not valid JSON: ") + e.what());
-    }
+    const nlohmann::json original = json_util::parse_document(*json_text, source);
     if (!original.is_object()) throw_invalid(source, "", "expected a JSON object");
     doc = llama_pipeline_from_json(original, c, specials, source);
     replaced = llama_replaced_components(original, doc);

@@ -5,6 +5,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/io/text_file.h"
+#include "qloom/text/json_util.h"
 
 namespace qloom::text {
 
@@ -34,13 +35,7 @@ constexpr std::array<std::string_view, 90> kLlamaOverriddenModelTypes = {
 };
 
 json read_json_object(const fs::path& file) {
-  json j;
-  try {
-    j = json::parse(io::read_text_file(file));
-  } catch (const json::parse_error& e) {
-    throw_invalid(file.string(), "", std::string("not valid JSON: ") + e.what(),
-                  "restore the file from the model's original checkpoint");
-  }
+  const json j = json_util::parse_document(io::read_text_file(file), file.string());
   if (!j.is_object()) throw_invalid(file.string(), "", "expected a JSON object");
   return j;
 }
