@@ -13,6 +13,7 @@
 #include "qloom/text/tokenizer.h"
 #include "qloom/text/tokenizer_limits.h"
 #include "support/expect_error.h"
+#include "support/temp_dir.h"
 
 namespace qloom::text {
 namespace {
@@ -188,6 +189,46 @@ TEST(TokenizerSizeLimits, OversizedTokenStringsAreRejected) {
   }
   e = load_error(j);
   EXPECT_EQ(e.item(), "added_tokens[17]");
+}
+
+// A protobuf SentencePiece message (piece, score, type NORMAL) as ModelProto's
+// field 1: appended to a tokenizer.model it becomes its last piece.
+std::string spm_piece_record(const std::string& piece) {
+  const auto varint = [](size_t v) {
+    std::string out;
+    for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7F) | 0x80);
+    out += static_cast<char>(v);
+    return out;
+  };
+  std::string msg(1, '\x0A');
+  msg += varint(piece.size());
+  msg += piece;
+  msg.append("\x15\x00\x00\x80\xBF", 5);  // score -1.0f
+  msg.append("\x18\x01", 2);                // type NORMAL
+  std::string record(1, '\x0A');
+  record += varint(msg.size());
+  record += msg;
+  return record;
+}
+
+TEST(TokenizerSizeLimits, OversizedSentencePiecePiecesAreRejected) {
+  const std::filesystem::path demo = QLOOM_DEMO_MODEL_DIR;
+  for (const size_t len : {kMaxSpmPieceBytes, kMaxSpmPieceBytes + 1}) {
+    test::TempDir dir("tok-spm-long");
+    std::string model = test::read_file(demo / "tokenizer.model");
+    model += spm_piece_record(std::string(len, 'q'));
+    dir.write("tokenizer.model", model);
+    dir.write("tokenizer_config.json", test::read_file(demo / "tokenizer_config.json"));
+    if (len == kMaxSpmPieceBytes) {
+      EXPECT_EQ(Tokenizer::load(dir.path()).vocab_size(), 513);
+      continue;
+    }
+    const Error e = test::catch_error([&] { Tokenizer::load(dir.path()); });
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(std::filesystem::path(e.file()).filename(), "tokenizer.model");
+    EXPECT_EQ(e.item(), "pieces[512]");
+    EXPECT_TRUE(has(e, "longer than the limit of 1024 bytes")) << e.message();
+  }
 }
 
 TEST(TokenizerGrowthLimits, ReplaceNormalizerThatMultipliesTextIsNamed) {

@@ -232,6 +232,13 @@ json llama_pipeline_from_sentencepiece(const SentencePieceModel& sp, const Token
   pieces.reserve(static_cast<size_t>(sp.vocab_size()));
   for (int32_t id = 0; id < sp.vocab_size(); ++id) {
     pieces.push_back(*sp.id_to_piece(id));
+    if (pieces.back().size() > kMaxSpmPieceBytes) {
+      // generated_merges costs the square of a piece's length.
+      throw_invalid(c.file.string(), "pieces[" + std::to_string(id) + "]",
+                    "piece " + shown_token(pieces.back()) + " is longer than the limit of " +
+                        std::to_string(kMaxSpmPieceBytes) + " bytes",
+                    "sentencepiece pieces are short; the file is damaged or hostile");
+    }
     vocab[pieces.back()] = id;
   }
   json added = json::array();

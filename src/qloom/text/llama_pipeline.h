@@ -43,7 +43,9 @@ nlohmann::json llama_pipeline_from_json(const nlohmann::json& doc, const Tokeniz
 // From tokenizer.model alone: the vocabulary is the pieces by id, the merges
 // every split of a piece into two pieces, ordered by the piece's id, then by
 // the left part's length (transformers' generate_merges); control pieces are
-// special added tokens, user-defined ones plain added tokens.
+// special added tokens, user-defined ones plain added tokens. Throws
+// kInvalidInput naming the piece where one is longer than kMaxSpmPieceBytes
+// (tokenizer_limits.h).
 nlohmann::json llama_pipeline_from_sentencepiece(const SentencePieceModel& sp, const TokenizerChoice& c,
                                                  const LlamaSpecials& s);
 

@@ -20,6 +20,10 @@ inline constexpr int64_t kMaxTokenId = int64_t{1} << 24;
 inline constexpr int64_t kTokenIdSlack = 65'536;
 // One vocab or added token string (real ones: under 1 KiB).
 inline constexpr size_t kMaxTokenBytes = 65'536;
+// One piece of a tokenizer.model read into the LlamaTokenizer pipeline, whose
+// generated merges cost the square of a piece's length (sentencepiece
+// trains pieces of at most 16 characters by default).
+inline constexpr size_t kMaxSpmPieceBytes = 1'024;
 // All added-token contents together (searched through a byte trie of ~100
 // bytes a byte; real files: under 200 KiB).
 inline constexpr size_t kMaxAddedTokensBytes = size_t{1} << 20;
