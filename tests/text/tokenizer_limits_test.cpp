@@ -191,6 +191,23 @@ TEST(TokenizerSizeLimits, OversizedTokenStringsAreRejected) {
   EXPECT_EQ(e.item(), "added_tokens[17]");
 }
 
+TEST(TokenizerSizeLimits, NormalizedAddedTokensAreBoundedAfterNormalizing) {
+  // 100 short normalized tokens that a Replace normalizer makes ~30 KB each.
+  json j = small_tokenizer();
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", std::string(1000, 'b')}};
+  for (int k = 0; k < 100; ++k) {
+    j["added_tokens"].push_back({{"id", 6 + k}, {"content", std::string(30, 'a') + std::to_string(k)},
+                                 {"normalized", true}});
+  }
+  const Error e = load_error(j);
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+  EXPECT_EQ(e.item(), "added_tokens[69]");
+  EXPECT_TRUE(has(e, "normalized, exceed 2097152 bytes")) << e.message();
+  // The same tokens unnormalized are small and load.
+  for (json& t : j["added_tokens"]) t["normalized"] = false;
+  EXPECT_EQ(Tokenizer::from_json(j.dump()).vocab_size(), 106);
+}
+
 // A protobuf SentencePiece message (piece, score, type NORMAL) as ModelProto's
 // field 1: appended to a tokenizer.model it becomes its last piece.
 std::string spm_piece_record(const std::string& piece) {

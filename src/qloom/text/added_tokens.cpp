@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "qloom/core/error.h"
+#include "qloom/text/tokenizer_limits.h"
 #include "qloom/text/unicode.h"
 
 namespace qloom::text {
@@ -38,18 +40,23 @@ std::pair<size_t, int32_t> AddedVocabulary::Trie::longest_at(std::string_view te
   return best;
 }
 
-AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer)
+AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer,
+                                 const std::string& source)
     : tokens_(std::move(tokens)) {
+  size_t searched = 0;  // bytes put in the tries (a node of ~100 bytes each)
   for (size_t k = 0; k < tokens_.size(); ++k) {
     by_id_.emplace(tokens_[k].id, k);
     by_content_.emplace(tokens_[k].content, k);
-    if (tokens_[k].normalized) {
-      std::string s = tokens_[k].content;
-      if (normalizer) normalizer->normalize(s);
-      normalized_trie_.insert(s, static_cast<int32_t>(k));
-    } else {
-      raw_trie_.insert(tokens_[k].content, static_cast<int32_t>(k));
+    std::string s = tokens_[k].content;
+    if (tokens_[k].normalized && normalizer) normalizer->normalize(s);
+    searched += s.size();
+    if (searched > kMaxAddedSearchBytes) {
+      throw_invalid(source, "added_tokens[" + std::to_string(k) + "]",
+                    "the added tokens, normalized, exceed " + std::to_string(kMaxAddedSearchBytes) +
+                        " bytes together (the limit) at token " + shown_token(tokens_[k].content),
+                    "the normalizer multiplies the added tokens' text, or there are too many; fix the file");
     }
+    (tokens_[k].normalized ? normalized_trie_ : raw_trie_).insert(s, static_cast<int32_t>(k));
   }
 }
 

@@ -27,8 +27,11 @@ class AddedVocabulary {
  public:
   AddedVocabulary() = default;
   // `normalizer` (may be null) turns the contents of normalized tokens into
-  // the strings searched for in normalized text.
-  AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer);
+  // the strings searched for in normalized text. Throws kInvalidInput naming
+  // `source` and the token when the searched strings exceed
+  // kMaxAddedSearchBytes together (tokenizer_limits.h).
+  AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer,
+                  const std::string& source = "tokenizer.json");
 
   // The whole input -> pieces: added tokens (token >= 0) and normalized text
   // between them (token < 0), empty pieces dropped.

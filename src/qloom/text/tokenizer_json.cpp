@@ -84,7 +84,7 @@ TokenizerPipeline parse_tokenizer_json(const json& root, const std::string& sour
   p.post = make_post_processor(field(root, "post_processor"), source, "post_processor", id_limit);
   p.decoder = make_decoder(field(root, "decoder"), source, "decoder");
   p.added = AddedVocabulary(parse_added(added, *p.model, id_limit, source),
-                            p.normalizer.get());
+                            p.normalizer.get(), source);
   return p;
 }
 

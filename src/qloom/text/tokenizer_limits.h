@@ -27,6 +27,8 @@ inline constexpr size_t kMaxSpmPieceBytes = 1'024;
 // All added-token contents together (searched through a byte trie of ~100
 // bytes a byte; real files: under 200 KiB).
 inline constexpr size_t kMaxAddedTokensBytes = size_t{1} << 20;
+// The same after normalizing the normalized ones (what the tries hold).
+inline constexpr size_t kMaxAddedSearchBytes = size_t{2} << 20;
 // Special-token ids a post-processor puts around one sequence (real: 1-4).
 inline constexpr size_t kMaxPostProcessorIds = 4'096;
 // Normalizers may turn n bytes into at most kGrowthFactor * n + kGrowthSlack
