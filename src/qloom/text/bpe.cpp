@@ -67,13 +67,11 @@ void Bpe::load_vocab(const json& vocab, int64_t id_limit, const std::string& sou
       id_to_token_.resize(at + 1);
       has_id_.resize(at + 1);
     }
-    if (has_id_[at]) {
-      // HF keeps an arbitrary one of them for decoding.
-      ju::bad_field(source, item,
-                    "tokens " + shown_token(id_to_token_[at]) + " and " + shown_token(it.key()) +
-                        " have the same id " + std::to_string(id));
-    }
     vocab_[it.key()] = id;
+    // Two tokens with one id: HF tokenizers accepts them (both encode to the
+    // id) and decodes the id to an arbitrary one of them; qloom decodes to the
+    // first in key order (nlohmann's object order), so the choice is stable.
+    if (has_id_[at]) continue;
     id_to_token_[at] = it.key();
     has_id_[at] = true;
   }
