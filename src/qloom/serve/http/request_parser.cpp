@@ -132,9 +132,14 @@ void RequestParser::request_line() {
   if (sp2 == std::string::npos || line_.find(' ', sp2 + 1) != std::string::npos)
     return fail(400, "malformed request line (expected 'METHOD /path HTTP/1.1')");
   const std::string_view l = line_;
-  const std::string_view method = l.substr(0, sp1), target = l.substr(sp1 + 1, sp2 - sp1 - 1),
-                         version = l.substr(sp2 + 1);
+  const std::string_view method = l.substr(0, sp1), version = l.substr(sp2 + 1);
+  std::string_view target = l.substr(sp1 + 1, sp2 - sp1 - 1);
   if (!is_token(method)) return fail(400, "malformed request method");
+  for (std::string_view scheme : {"http://", "https://"})  // absolute-form: the path is what counts
+    if (target.size() > scheme.size() && lower(target.substr(0, scheme.size())) == scheme) {
+      const size_t slash = target.find('/', scheme.size());
+      target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    }
   if (target.empty() || target[0] != '/' ||
       !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
     return fail(400, "malformed request target (expected an absolute path such as /v1/completions)");

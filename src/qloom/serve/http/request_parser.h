@@ -6,7 +6,8 @@
 // a status and a message, never an exception, and the parser then consumes
 // nothing more (the connection is answered and closed).
 //
-// What is accepted: a request line `METHOD SP origin-form SP HTTP/1.0|1.1`,
+// What is accepted: a request line `METHOD SP target SP HTTP/1.0|1.1` (the
+// target an absolute path, or an absolute URL of which the path is kept),
 // CRLF or bare LF line ends, empty lines before the request line (skipped,
 // counted in the header bytes), header fields `name: value` (name a token,
 // value without control characters but HTAB). Refused:
