@@ -146,6 +146,34 @@ TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
   EXPECT_EQ(status_of_response(queued.read_response(3000)), 200);
 }
 
+TEST(HttpServer, BufferedBytesOfAllConnectionsAreBounded) {
+  HttpServerOptions o;
+  o.max_buffered_bytes = 1000;
+  TestServer s(o, echo);
+  RawConn first(s.port()), second(s.port());
+  first.send("POST /1 HTTP/1.1\r\nContent-Length: 900\r\n\r\n" + std::string(600, 'a'));
+  std::this_thread::sleep_for(100ms);
+  second.send("POST /2 HTTP/1.1\r\nContent-Length: 900\r\n\r\n" + std::string(600, 'b'));
+  const std::string refused = second.read_all(3000);
+  EXPECT_EQ(status_of_response(refused), 503) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos);
+  first.send(std::string(300, 'a'));  // the first completes: its bytes were within the bound
+  EXPECT_EQ(status_of_response(first.read_response(3000)), 200);
+  EXPECT_EQ(probe(s.port()).first, 200);  // and the count went back down
+}
+
+TEST(HttpServer, HandlerBusyAnswersCarryRetryAfter) {
+  TestServer s({}, [](const HttpRequest&, HttpResponse& res) {
+    res.status = 429;
+    res.set_content("{}", "application/json");
+  });
+  RawConn c(s.port());
+  c.send("GET / HTTP/1.1\r\n\r\n");
+  const std::string got = c.read_response(3000);
+  EXPECT_EQ(status_of_response(got), 429);
+  EXPECT_NE(got.find("Retry-After: 1\r\n"), std::string::npos) << got;
+}
+
 TEST(HttpServer, ExpectContinueAndOversizedBody) {
   HttpServerOptions o;
   o.limits.max_body_bytes = 1000;

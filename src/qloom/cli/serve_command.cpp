@@ -3,6 +3,7 @@
 //                   [--served-model-name NAME] [--max-body-bytes N]
 //                   [--max-connections 512] [--max-queued-requests 64]
 //                   [--max-header-bytes 65536] [--max-headers 100]
+//                   [--max-buffered-bytes 268435456]
 //                   [--header-timeout-s 10] [--body-timeout-s 60]
 //                   [--keep-alive-timeout-s 5] [--write-timeout-s 30]
 // An OpenAI-compatible HTTP server over the engine (serve/server.h). Prints
@@ -86,6 +87,10 @@ void add_transport_flags(CLI::App* sub, serve::ServerOptions& s) {
       ->check(CLI::Range(1024, 16 << 20));
   sub->add_option(flag_names("max_headers"), s.max_headers, "most header fields in a request; more: 431 (default 100)")
       ->check(CLI::Range(8, 100000));
+  sub->add_option(flag_names("max_buffered_bytes"), s.max_buffered_bytes,
+                  "request bytes held by all connections still being read; past it: 503 + Retry-After "
+                  "(default 256 MiB)")
+      ->check(CLI::PositiveNumber);
   sub->add_option(flag_names("header_timeout_s"), s.header_timeout_s,
                   "seconds from a request's first byte to the end of its header fields; later: 408 (default 10)")
       ->check(CLI::Range(0.1, 3600.0));

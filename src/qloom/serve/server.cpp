@@ -102,6 +102,7 @@ http::HttpServerOptions transport_options(const ServerOptions& o) {
   h.limits.max_headers = o.max_headers;
   h.max_connections = o.max_connections;
   h.max_queued = o.max_queued_requests;
+  h.max_buffered_bytes = o.max_buffered_bytes;
   h.workers = std::max<size_t>(o.max_concurrency, 1) * 2 + 8;  // admitted generations + quick routes
   auto ms = [](double s) { return std::chrono::milliseconds(int64_t(s * 1000)); };
   h.header_timeout = ms(o.header_timeout_s);

@@ -50,6 +50,7 @@ struct ServerOptions {
   size_t max_queued_requests = 64;
   size_t max_header_bytes = size_t(64) << 10;
   size_t max_headers = 100;
+  size_t max_buffered_bytes = size_t(256) << 20;  // request bytes held by all connections being read
   double header_timeout_s = 10, body_timeout_s = 60, keep_alive_timeout_s = 5, write_timeout_s = 30;
 };
 
