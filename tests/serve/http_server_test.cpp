@@ -123,7 +123,7 @@ TEST(HttpServer, MaxConnectionsAnswers503) {
   EXPECT_EQ(probe(s.port()).first, 200);
 }
 
-TEST(HttpServer, FullQueueAnswers503WithRetryAfter) {
+TEST(HttpServer, QueueFullAnswers503WithRetryAfter) {
   HttpServerOptions o;
   o.workers = 1;
   o.max_queued = 1;
