@@ -100,6 +100,13 @@ TEST(HttpServer, KeepAliveThenIdleClose) {
   const auto t0 = Clock::now();
   EXPECT_TRUE(c.closed_by_server(3000));
   EXPECT_LT(seconds_since(t0), 2.0);
+  // HEAD: the head alone, and the connection ends.
+  RawConn h(s.port());
+  h.send("HEAD /h HTTP/1.1\r\n\r\n");
+  const std::string head = h.read_all(3000);
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n") << head;
+  EXPECT_EQ(head.find("HEAD /h"), std::string::npos) << head;
+  EXPECT_TRUE(h.eof());
   // Connection: close is honoured.
   RawConn d(s.port());
   d.send("GET /d HTTP/1.1\r\nConnection: close\r\n\r\n");

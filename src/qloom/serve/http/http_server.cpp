@@ -316,8 +316,11 @@ void HttpServer::Impl::serve_one(Task& t) {
   if ((res.status == 503 || res.status == 429) &&
       std::none_of(res.headers.begin(), res.headers.end(), [](const auto& h) { return h.first == "Retry-After"; }))
     res.headers.emplace_back("Retry-After", std::to_string(opt.retry_after_s));
-  const bool keep = !gone && t.req.keep_alive && !res.close && !stopping;
-  const bool ok = !gone && write_response(c.fd, res, keep, opt.write_timeout);
+  const bool head_only = t.req.method == "HEAD";  // no body follows: the connection ends with the head
+  const bool keep = !gone && !head_only && t.req.keep_alive && !res.close && !stopping;
+  const bool ok = !gone && (head_only ? send_all(c.fd, response_head(res, false), opt.write_timeout)
+                                      : write_response(c.fd, res, keep, opt.write_timeout));
+  if (head_only && res.stream_end) res.stream_end(false);  // a stream not sent is a stream abandoned
   c.close_after = !(ok && keep);
 }
 
