@@ -110,7 +110,7 @@ class ServeAbuse : public ::testing::Test {
     for (const auto& e : fs::directory_iterator(QLOOM_DEMO_MODEL_DIR)) fs::copy_file(e.path(), dir / e.path().filename());
     tmp_->write("stories-chat/chat_template.jinja", kTemplate);
     server_ = new ServeProcess({dir.string(), "--port", "0", "--threads", "1", "--max-body-bytes", "1048576",
-                                "--max-concurrency", "4"});
+                                "--max-concurrency", "4", "--header-timeout-s", "1", "--max_connections", "300"});
     ASSERT_GT(server_->port(), 0) << server_->stderr_text();
     greedy_ = new std::string(greedy_text());
     ASSERT_FALSE(greedy_->empty());
@@ -200,10 +200,23 @@ TEST_F(ServeAbuse, SlowClientsHoldNoWorker) {
   expect_recovered("30 half requests");
 }
 
+TEST_F(ServeAbuse, SlowHeadTimesOut) {
+  RawConn slow(port());
+  slow.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n");
+  const auto t0 = Clock::now();
+  EXPECT_EQ(status_of_response(slow.read_all(5000)), 408);  // --header-timeout-s 1
+  EXPECT_LT(seconds_since(t0), 3.0);
+  expect_recovered("a slow head");
+}
+
 TEST_F(ServeAbuse, FloodOfIdleConnections) {
   std::vector<RawConn> idle;
   for (int i = 0; i < 200; ++i) idle.emplace_back(port());
   expect_health_fast("200 idle connections");
+  for (int i = 0; i < 150; ++i) idle.emplace_back(port());  // past --max_connections 300: 503 at once
+  const std::string refused = idle.back().read_all(3000);
+  EXPECT_EQ(status_of_response(refused), 503) << refused;
+  EXPECT_NE(refused.find("Retry-After: "), std::string::npos);
   idle.clear();
   expect_recovered("200 idle connections");
 }
