@@ -7,7 +7,7 @@
 #   make test-full set up, build, run every test, the `full` sweeps included
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
-#   make fuzz      libFuzzer on the safetensors and GGUF header parsers (FUZZ_SECONDS=300 each)
+#   make fuzz      libFuzzer on the safetensors and GGUF header and HTTP request parsers (FUZZ_SECONDS=300 each)
 #   make sanitize  the whole suite under an ASan+UBSan build (build-asan/)
 #   make clean     remove build directories
 
@@ -75,7 +75,7 @@ build-fuzz/CMakeCache.txt:
 fuzz-build: build-fuzz/CMakeCache.txt
 	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header qloom_fuzz_http_request
 
-# Both parsers, FUZZ_SECONDS each.
+# Every parser target, FUZZ_SECONDS each.
 fuzz: fuzz-build
 	mkdir -p fuzz/corpus-work fuzz/corpus_gguf-work
 	./build-fuzz/fuzz/qloom_fuzz_safetensors_header -max_total_time=$(FUZZ_SECONDS) \
@@ -86,8 +86,9 @@ fuzz: fuzz-build
 	./build-fuzz/fuzz/qloom_fuzz_http_request -max_total_time=$(FUZZ_SECONDS) \
 	  -dict=fuzz/http.dict -print_final_stats=1 fuzz/corpus_http-work fuzz/corpus_http
 
-# Both parsers within FUZZ_SMOKE_SECONDS in all (half each).
-FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + 1) / 2 )))
+# Every parser target within FUZZ_SMOKE_SECONDS in all (an equal share each).
+FUZZ_SMOKE_TARGETS = 3
+FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + $(FUZZ_SMOKE_TARGETS) - 1) / $(FUZZ_SMOKE_TARGETS) )))
 fuzz-smoke: fuzz-build
 	@$(call fuzz_smoke_one,safetensors header,qloom_fuzz_safetensors_header,safetensors.dict,corpus)
 	@$(call fuzz_smoke_one,GGUF header,qloom_fuzz_gguf_header,gguf.dict,corpus_gguf)
