@@ -7,8 +7,7 @@
 #   make test-full set up, build, run every test, the `full` sweeps included
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
-#   make fuzz      libFuzzer on the safetensors and GGUF header parsers and tokenizer.json
-#                  loading + encoding (FUZZ_SECONDS=300 each)
+#   make fuzz      libFuzzer on every target in FUZZ_TARGETS (FUZZ_SECONDS=300 each)
 #   make sanitize  the whole suite under an ASan+UBSan build (build-asan/)
 #   make clean     remove build directories
 
@@ -73,30 +72,32 @@ build-fuzz/CMakeCache.txt:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DQLOOM_FUZZ=ON -DQLOOM_BUILD_TESTS=OFF \
 	  -DQLOOM_BUILD_BENCH=OFF >/dev/null
 
+# The libFuzzer targets: name:dict:corpus, the binary being qloom_fuzz_<name>
+# (fuzz/CMakeLists.txt), its dictionary fuzz/<dict>.dict, its seeds fuzz/<corpus>.
+FUZZ_TARGETS = safetensors_header:safetensors:corpus gguf_header:gguf:corpus_gguf \
+  tokenizer_json:tokenizer:corpus_tokenizer http_request:http:corpus_http
+fuzz_name = $(word 1,$(subst :, ,$(1)))
+fuzz_dict = $(word 2,$(subst :, ,$(1)))
+fuzz_corpus = $(word 3,$(subst :, ,$(1)))
+
 fuzz-build: build-fuzz/CMakeCache.txt
-	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header \
-	  qloom_fuzz_tokenizer_json
+	cmake --build build-fuzz -j $(JOBS) --target $(foreach t,$(FUZZ_TARGETS),qloom_fuzz_$(call fuzz_name,$(t)))
 
-# Every target, FUZZ_SECONDS each.
+# Every target, FUZZ_SECONDS each; new inputs land in fuzz/<corpus>-work (git-ignored).
 fuzz: fuzz-build
-	mkdir -p fuzz/corpus-work fuzz/corpus_gguf-work fuzz/corpus_tokenizer-work
-	./build-fuzz/fuzz/qloom_fuzz_safetensors_header -max_total_time=$(FUZZ_SECONDS) \
-	  -dict=fuzz/safetensors.dict -print_final_stats=1 fuzz/corpus-work fuzz/corpus
-	./build-fuzz/fuzz/qloom_fuzz_gguf_header -max_total_time=$(FUZZ_SECONDS) \
-	  -dict=fuzz/gguf.dict -print_final_stats=1 fuzz/corpus_gguf-work fuzz/corpus_gguf
-	./build-fuzz/fuzz/qloom_fuzz_tokenizer_json -max_total_time=$(FUZZ_SECONDS) \
-	  -dict=fuzz/tokenizer.dict -print_final_stats=1 fuzz/corpus_tokenizer-work fuzz/corpus_tokenizer
+	@set -e; $(foreach t,$(FUZZ_TARGETS),mkdir -p fuzz/$(call fuzz_corpus,$(t))-work; \
+	  ./build-fuzz/fuzz/qloom_fuzz_$(call fuzz_name,$(t)) -max_total_time=$(FUZZ_SECONDS) \
+	  -dict=fuzz/$(call fuzz_dict,$(t)).dict -print_final_stats=1 \
+	  fuzz/$(call fuzz_corpus,$(t))-work fuzz/$(call fuzz_corpus,$(t));)
 
-# Every target within FUZZ_SMOKE_SECONDS in all (a third each).
-FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + 2) / 3 )))
+# Every target within FUZZ_SMOKE_SECONDS in all (an equal share each).
+FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + $(words $(FUZZ_TARGETS)) - 1) / $(words $(FUZZ_TARGETS)) )))
 fuzz-smoke: fuzz-build
-	@$(call fuzz_smoke_one,safetensors header,qloom_fuzz_safetensors_header,safetensors.dict,corpus)
-	@$(call fuzz_smoke_one,GGUF header,qloom_fuzz_gguf_header,gguf.dict,corpus_gguf)
-	@$(call fuzz_smoke_one,tokenizer.json,qloom_fuzz_tokenizer_json,tokenizer.dict,corpus_tokenizer)
+	@$(foreach t,$(FUZZ_TARGETS),( $(call fuzz_smoke_one,$(call fuzz_name,$(t)),qloom_fuzz_$(call fuzz_name,$(t)),$(call fuzz_dict,$(t)).dict,$(call fuzz_corpus,$(t))) ) && ) true
 
 # $(call fuzz_smoke_one,label,binary,dict,corpus dir)
 define fuzz_smoke_one
-echo "fuzz: $(1) parser for $(FUZZ_SMOKE_EACH)s" && tmp=$$(mktemp -d) && ./build-fuzz/fuzz/$(2) \
+echo "fuzz: $(1) for $(FUZZ_SMOKE_EACH)s" && tmp=$$(mktemp -d) && ./build-fuzz/fuzz/$(2) \
   -max_total_time=$(FUZZ_SMOKE_EACH) -dict=fuzz/$(3) -print_final_stats=1 $$tmp fuzz/$(4) \
   2>$$tmp.log; rc=$$?; grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' $$tmp.log || true; \
   if [ $$rc -ne 0 ]; then tail -50 $$tmp.log; fi; rm -rf $$tmp $$tmp.log; exit $$rc

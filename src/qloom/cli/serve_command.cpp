@@ -1,6 +1,11 @@
 // qloom serve MODEL [--host 127.0.0.1] [--port 8000] [--api-key KEY]
 //                   [--max-concurrency 8] [--max-tokens-limit N] [--threads N]
-//                   [--served-model-name NAME]
+//                   [--served-model-name NAME] [--max-body-bytes N]
+//                   [--max-connections 512] [--max-queued-requests 64]
+//                   [--max-header-bytes 65536] [--max-headers 100]
+//                   [--max-buffered-bytes 268435456]
+//                   [--header-timeout-s 10] [--body-timeout-s 60]
+//                   [--keep-alive-timeout-s 5] [--write-timeout-s 30]
 // An OpenAI-compatible HTTP server over the engine (serve/server.h). Prints
 // "qloom serve: listening on http://HOST:PORT (model ...)" on stderr once it
 // accepts connections; SIGINT / SIGTERM stop it (exit 0).
@@ -69,6 +74,38 @@ class SignalStopper {
   std::thread waiter_;
 };
 
+// The HTTP transport's bounds (serve/http/http_server.h).
+void add_transport_flags(CLI::App* sub, serve::ServerOptions& s) {
+  sub->add_option(flag_names("max_connections"), s.max_connections,
+                  "open connections at once; one more is answered 503 and closed (default 512)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option(flag_names("max_queued_requests"), s.max_queued_requests,
+                  "complete requests waiting for a worker; more are answered 503 + Retry-After (default 64)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option(flag_names("max_header_bytes"), s.max_header_bytes,
+                  "largest request line + header fields; larger: 414 / 431 (default 65536)")
+      ->check(CLI::Range(1024, 16 << 20));
+  sub->add_option(flag_names("max_headers"), s.max_headers, "most header fields in a request; more: 431 (default 100)")
+      ->check(CLI::Range(8, 100000));
+  sub->add_option(flag_names("max_buffered_bytes"), s.max_buffered_bytes,
+                  "request bytes held by all connections still being read; past it: 503 + Retry-After "
+                  "(default 256 MiB)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option(flag_names("header_timeout_s"), s.header_timeout_s,
+                  "seconds from a request's first byte to the end of its header fields; later: 408 (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  sub->add_option(flag_names("body_timeout_s"), s.body_timeout_s,
+                  "seconds to receive a request's body after its header fields; later: 408 (default 60)")
+      ->check(CLI::Range(0.1, 3600.0));
+  sub->add_option(flag_names("keep_alive_timeout_s"), s.keep_alive_timeout_s,
+                  "seconds an idle keep-alive connection stays open (default 5)")
+      ->check(CLI::Range(0.1, 3600.0));
+  sub->add_option(flag_names("write_timeout_s"), s.write_timeout_s,
+                  "seconds a response write may wait for a client that does not read; then the connection is "
+                  "dropped and its generation cancelled (default 30)")
+      ->check(CLI::Range(0.1, 3600.0));
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app, CommandFn& run) {
@@ -101,6 +138,7 @@ void register_serve(CLI::App& app, CommandFn& run) {
   sub->add_option(flag_names("max_body_bytes"), o->server.max_body_bytes,
                   "largest request body accepted; larger: 413 (default 32 MiB)")
       ->check(CLI::PositiveNumber);
+  add_transport_flags(sub, o->server);
   sub->callback([o, &run] {
     run = [o] {
       const std::string dir = resolve_model_arg(o->model, io::HubFetch::kModel);

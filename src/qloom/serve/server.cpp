@@ -1,17 +1,18 @@
 #include "qloom/serve/server.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <cctype>
 #include <optional>
+#include <string_view>
 
 #include "qloom/core/error.h"
 #include "qloom/text/chat_template.h"
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/serve/api_error.h"
+#include "qloom/serve/http/http_server.h"
 #include "qloom/serve/request.h"
 #include "qloom/serve/response.h"
 #include "qloom/serve/scheduler.h"
@@ -21,17 +22,20 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
+using http::HttpRequest;
+using http::HttpResponse;
 
 constexpr int64_t kCompletionDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
+constexpr auto kPeerCheck = std::chrono::milliseconds(100);  // how often a waiting handler looks for its client
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-void send_json(httplib::Response& res, int status, const Json& body) {
+void send_json(HttpResponse& res, int status, const Json& body) {
   res.status = status;
   res.set_content(dump(body), "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(HttpResponse& res, const ApiError& e) {
   res.status = e.status();
   res.set_content(dump(e.body()), "application/json");
 }
@@ -44,16 +48,68 @@ ApiError api_error_of(const Error& e) {
   return internal_error(e.what());
 }
 
-ApiError status_error(int status, const httplib::Request& req) {
-  switch (status) {
-    case 404: return not_found_error("no route " + req.method + " " + req.path, "not_found");
-    case 405: return ApiError(405, "method " + req.method + " is not allowed on " + req.path, "invalid_request_error", {}, "method_not_allowed");
-    case 413: return ApiError(413, "the request body is larger than this server accepts", "invalid_request_error", {}, "payload_too_large");
-    case 400: return ApiError(400, "malformed HTTP request", "invalid_request_error");
-    default:
-      return ApiError(status, "HTTP error " + std::to_string(status),
-                      status >= 500 ? "server_error" : "invalid_request_error");
+// The transport's own refusals (http_server.h), as OpenAI error bodies.
+ApiError transport_error(int status, const std::string& message) {
+  const char* code = status == 408   ? "request_timeout"
+                     : status == 411 ? "length_required"
+                     : status == 413 ? "payload_too_large"
+                     : status == 414 ? "uri_too_long"
+                     : status == 417 ? "expectation_failed"
+                     : status == 431 ? "headers_too_large"
+                     : status == 501 ? "not_implemented"
+                     : status == 503 ? "server_overloaded"
+                     : status == 505 ? "http_version_not_supported"
+                                     : "";
+  return ApiError(status, message, status >= 500 ? "server_error" : "invalid_request_error", {}, code);
+}
+
+HttpResponse transport_response(int status, const std::string& message) {
+  HttpResponse res;
+  send_error(res, transport_error(status, message));
+  return res;
+}
+
+// "%2F" and the like in a path segment (a model id such as org%2Fname).
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) && hex(s[i + 2])) {
+      out += char(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
   }
+  return out;
+}
+
+// Waits for a non-streamed job; its client leaving cancels it.
+void await_job(Job& job, const HttpResponse& res) {
+  while (!job.done()) {
+    job.take(kPeerCheck);  // the events are the stream's; a plain answer reads results()
+    if (res.peer_gone()) {
+      job.cancel();
+      throw http::PeerGone();
+    }
+  }
+}
+
+http::HttpServerOptions transport_options(const ServerOptions& o) {
+  http::HttpServerOptions h;
+  h.limits.max_body_bytes = o.max_body_bytes;
+  h.limits.max_header_bytes = o.max_header_bytes;
+  h.limits.max_headers = o.max_headers;
+  h.max_connections = o.max_connections;
+  h.max_queued = o.max_queued_requests;
+  h.max_buffered_bytes = o.max_buffered_bytes;
+  h.workers = std::max<size_t>(o.max_concurrency, 1) * 2 + 8;  // admitted generations + quick routes
+  auto ms = [](double s) { return std::chrono::milliseconds(int64_t(s * 1000)); };
+  h.header_timeout = ms(o.header_timeout_s);
+  h.body_timeout = ms(o.body_timeout_s);
+  h.keep_alive_timeout = ms(o.keep_alive_timeout_s);
+  h.write_timeout = ms(o.write_timeout_s);
+  return h;
 }
 
 engine::LoadOptions load_options(const ServerOptions& opt) {
@@ -82,13 +138,14 @@ struct Server::Impl {
   std::string name;
   int64_t context = 0, max_tokens_limit = 0, created = 0;
   std::unique_ptr<Scheduler> sched;
-  httplib::Server http;
+  std::unique_ptr<http::HttpServer> http;  // after sched: destroyed first
   std::atomic<uint64_t> next_id{0};
   bool bound = false;
 
   Impl(const fs::path& dir, ServerOptions o);
-  void routes();
-  void check_auth(const httplib::Request& req) const;
+  void handle(const HttpRequest& req, HttpResponse& res);
+  void route(const HttpRequest& req, HttpResponse& res);
+  void check_auth(const HttpRequest& req) const;
   void check_model(const std::string& model) const;
   void check_ids(const std::vector<int32_t>& ids, const char* param) const;
   int64_t resolve_max_tokens(std::optional<int64_t> given, bool chat, int64_t prompt, const char* param) const;
@@ -96,9 +153,9 @@ struct Server::Impl {
   void check_min_tokens(const SeqSpec& s) const;
   ResponseHead head(const char* prefix);
   Json model_card() const;
-  void completions(const httplib::Request& req, httplib::Response& res);
-  void chat_completions(const httplib::Request& req, httplib::Response& res);
-  void stream(httplib::Response& res, std::shared_ptr<Job> job, const ResponseHead& h, bool chat, bool usage);
+  void completions(const HttpRequest& req, HttpResponse& res);
+  void chat_completions(const HttpRequest& req, HttpResponse& res);
+  void stream(HttpResponse& res, std::shared_ptr<Job> job, const ResponseHead& h, bool chat, bool usage);
 };
 
 Server::Impl::Impl(const fs::path& dir, ServerOptions o)
@@ -121,12 +178,14 @@ Server::Impl::Impl(const fs::path& dir, ServerOptions o)
   so.eos_ids = eos_ids(tok, cfg);
   so.batch_decode = lm.runtime.rows_independent;
   sched = std::make_unique<Scheduler>(*lm.model, &lm.runtime.hooks, tok, so);
-  routes();
+  http = std::make_unique<http::HttpServer>(
+      transport_options(opt), [this](const HttpRequest& req, HttpResponse& res) { handle(req, res); },
+      transport_response);
 }
 
-void Server::Impl::check_auth(const httplib::Request& req) const {
+void Server::Impl::check_auth(const HttpRequest& req) const {
   if (opt.api_key.empty() || req.path == "/health") return;
-  const std::string h = req.get_header_value("Authorization");
+  const std::string& h = req.header("authorization");
   if (h.empty())
     throw unauthorized_error("You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.");
   if (h != "Bearer " + opt.api_key) throw unauthorized_error("Incorrect API key provided.");
@@ -190,7 +249,7 @@ Json Server::Impl::model_card() const {
   return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "qloom"}, {"max_model_len", context}};
 }
 
-void Server::Impl::completions(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::completions(const HttpRequest& req, HttpResponse& res) {
   const CompletionRequest r = parse_completion_request(req.body);
   check_model(r.model);
   if (r.gen.stream && (r.echo || r.logprobs >= 0))
@@ -211,7 +270,7 @@ void Server::Impl::completions(const httplib::Request& req, httplib::Response& r
   std::shared_ptr<Job> job = sched->submit(std::move(specs));
   const ResponseHead h = head("cmpl");
   if (r.gen.stream) return stream(res, job, h, false, r.gen.include_usage);
-  job->wait();
+  await_job(*job, res);
   if (auto e = job->error()) throw *e;
   Json choices = Json::array();
   for (size_t i = 0; i < job->specs().size(); ++i)
@@ -219,7 +278,7 @@ void Server::Impl::completions(const httplib::Request& req, httplib::Response& r
   send_json(res, 200, completion_response(h, std::move(choices), usage_of(job->specs(), job->results())));
 }
 
-void Server::Impl::chat_completions(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::chat_completions(const HttpRequest& req, HttpResponse& res) {
   const ChatRequest r = parse_chat_request(req.body);
   check_model(r.model);
   if (!chat)
@@ -237,23 +296,23 @@ void Server::Impl::chat_completions(const httplib::Request& req, httplib::Respon
   std::shared_ptr<Job> job = sched->submit(std::move(specs));
   const ResponseHead h = head("chatcmpl");
   if (r.gen.stream) return stream(res, job, h, true, r.gen.include_usage);
-  job->wait();
+  await_job(*job, res);
   if (auto e = job->error()) throw *e;
   send_json(res, 200,
             chat_response(tok, h, job->specs()[0], job->results()[0], usage_of(job->specs(), job->results())));
 }
 
-void Server::Impl::stream(httplib::Response& res, std::shared_ptr<Job> job, const ResponseHead& h, bool chat_api,
+void Server::Impl::stream(HttpResponse& res, std::shared_ptr<Job> job, const ResponseHead& h, bool chat_api,
                           bool usage) {
   struct State {
     bool started = false;
     size_t finished = 0;
   };
   auto st = std::make_shared<State>();
-  res.set_header("Cache-Control", "no-cache");
-  auto provider = [job, h, chat_api, usage, st](size_t, httplib::DataSink& sink) {
+  res.headers.emplace_back("Cache-Control", "no-cache");
+  auto provider = [job, h, chat_api, usage, st](http::StreamSink& sink) {
     bool ok = true;
-    auto write = [&](const std::string& s) { ok = ok && sink.write(s.data(), s.size()); };
+    auto write = [&](const std::string& s) { ok = ok && sink.write(s); };
     if (chat_api && !st->started) write(sse(chat_chunk(h, {{"role", "assistant"}, {"content", ""}}, "")));
     st->started = true;
     for (const SeqEvent& e : job->take(std::chrono::milliseconds(200))) {
@@ -277,61 +336,48 @@ void Server::Impl::stream(httplib::Response& res, std::shared_ptr<Job> job, cons
     if (!ok) job->cancel();
     return ok;
   };
-  res.set_chunked_content_provider("text/event-stream", provider, [job](bool success) {
+  res.set_stream("text/event-stream", provider, [job](bool success) {
     if (!success) job->cancel();
   });
 }
 
-void Server::Impl::routes() {
-  auto guarded = [this](auto fn) {
-    return [this, fn](const httplib::Request& req, httplib::Response& res) {
-      try {
-        fn(req, res);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const Error& e) {
-        send_error(res, api_error_of(e));
-      } catch (const std::exception& e) {
-        send_error(res, internal_error(e.what()));
-      }
-    };
-  };
-  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) { send_error(res, status_error(405, req)); };
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    try {
-      check_auth(req);
-      return httplib::Server::HandlerResponse::Unhandled;
-    } catch (const ApiError& e) {
-      send_error(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-  });
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, status_error(res.status, req));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+void Server::Impl::handle(const HttpRequest& req, HttpResponse& res) {
+  try {
+    check_auth(req);
+    route(req, res);
+  } catch (const http::PeerGone&) {
+    throw;
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const Error& e) {
+    send_error(res, api_error_of(e));
+  } catch (const std::exception& e) {
+    send_error(res, internal_error(e.what()));
+  }
+}
+
+void Server::Impl::route(const HttpRequest& req, HttpResponse& res) {
+  const std::string& p = req.path;
+  const std::string_view models_prefix = "/v1/models/";
+  const bool model_card_route = p.size() > models_prefix.size() && p.compare(0, models_prefix.size(), models_prefix) == 0;
+  const bool get_route = p == "/health" || p == "/v1/models" || model_card_route;
+  const bool post_route = p == "/v1/completions" || p == "/v1/chat/completions";
+  if (!get_route && !post_route) throw not_found_error("no route " + req.method + " " + p, "not_found");
+  if (req.method != (get_route ? "GET" : "POST"))
+    throw ApiError(405, "method " + req.method + " is not allowed on " + p, "invalid_request_error", {},
+                   "method_not_allowed");
+  if (p == "/health") {
     send_json(res, 200, {{"status", "ok"}, {"model", name}, {"requests_in_flight", sched->in_flight()}});
-  });
-  http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
-             send_json(res, 200, {{"object", "list"}, {"data", Json::array({model_card()})}});
-           }));
-  http.Get(R"(/v1/models/(.+))", guarded([this](const httplib::Request& req, httplib::Response& res) {
-             check_model(req.matches[1].str());
-             send_json(res, 200, model_card());
-           }));
-  http.Post("/v1/completions", guarded([this](const auto& req, auto& res) { completions(req, res); }));
-  http.Post("/v1/chat/completions", guarded([this](const auto& req, auto& res) { chat_completions(req, res); }));
-  for (const char* p : {"/v1/completions", "/v1/chat/completions"}) http.Get(p, not_allowed);
-  for (const char* p : {"/v1/models", "/health"}) http.Post(p, not_allowed);
-  const size_t workers = opt.max_concurrency * 2 + 8;
-  http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  http.set_payload_max_length(opt.max_body_bytes);
-  http.set_keep_alive_timeout(2);
-  http.set_read_timeout(30);
-  http.set_write_timeout(30);
+  } else if (p == "/v1/models") {
+    send_json(res, 200, {{"object", "list"}, {"data", Json::array({model_card()})}});
+  } else if (model_card_route) {
+    check_model(percent_decoded(std::string_view(p).substr(models_prefix.size())));
+    send_json(res, 200, model_card());
+  } else if (p == "/v1/completions") {
+    completions(req, res);
+  } else {
+    chat_completions(req, res);
+  }
 }
 
 Server::Server(const fs::path& model_dir, ServerOptions opt) : impl_(std::make_unique<Impl>(model_dir, std::move(opt))) {}
@@ -339,29 +385,20 @@ Server::Server(const fs::path& model_dir, ServerOptions opt) : impl_(std::make_u
 Server::~Server() { stop(); }
 
 int Server::bind() {
-  Impl& s = *impl_;
-  int port = s.opt.port;
-  if (port == 0)
-    port = s.http.bind_to_any_port(s.opt.host);
-  else if (!s.http.bind_to_port(s.opt.host, port))
-    port = -1;
-  if (port <= 0)
-    throw Error(ErrorKind::kIo, s.opt.host + ":" + std::to_string(s.opt.port), "--port",
-                "cannot listen on this address (in use, or not a local address)",
-                "pick another --port or --host");
-  s.bound = true;
+  const int port = impl_->http->bind(impl_->opt.host, impl_->opt.port);
+  impl_->bound = true;
   return port;
 }
 
 void Server::run() {
   if (!impl_->bound) bind();
-  impl_->http.listen_after_bind();
+  impl_->http->run();
 }
 
 void Server::stop() {
   if (!impl_) return;
   impl_->sched->stop();
-  impl_->http.stop();
+  impl_->http->stop();
 }
 
 const std::string& Server::model_name() const { return impl_->name; }

@@ -1,5 +1,5 @@
-// serve::Server — `qloom serve`: an OpenAI-compatible HTTP server (Debian's
-// cpp-httplib) over one model: a plain directory or a Quark checkpoint of
+// serve::Server — `qloom serve`: an OpenAI-compatible HTTP server (its own
+// HTTP/1.1 transport, serve/http/http_server.h) over one model: a plain directory or a Quark checkpoint of
 // any scheme, loaded with eval::load_for_eval on ServerOptions::runtime:
 // native by default (the quantized kernels), or simulate, where it computes
 // exactly as `qloom eval` does.
@@ -7,7 +7,10 @@
 // Routes: GET /health (no key needed), GET /v1/models, GET /v1/models/{id},
 // POST /v1/completions, POST /v1/chat/completions (both with "stream": SSE).
 // Errors: see api_error.h; unknown routes 404, a known route with another
-// method 405, a body over max_body_bytes 413, all with OpenAI error bodies.
+// method 405, a body over max_body_bytes 413 (chunked bodies included), and
+// the transport's own refusals (408, 411, 414, 431, 503 + Retry-After; see
+// http/http_server.h), all with OpenAI error bodies. A client that leaves
+// before its answer (streamed or not) cancels its request's generation.
 //
 // Limits: a prompt is at most the model's context (max_position_embeddings,
 // 2048 when the config has none) minus its max_tokens; max_tokens is at most
@@ -42,6 +45,13 @@ struct ServerOptions {
   engine::LoadOptions::Compute compute = engine::LoadOptions::Compute::kF32;
   std::string served_model_name;  // empty: the model directory's name
   size_t max_body_bytes = size_t(32) << 20;
+  // The transport's bounds (http/http_server.h; the defaults are its own).
+  size_t max_connections = 512;
+  size_t max_queued_requests = 64;
+  size_t max_header_bytes = size_t(64) << 10;
+  size_t max_headers = 100;
+  size_t max_buffered_bytes = size_t(256) << 20;  // request bytes held by all connections being read
+  double header_timeout_s = 10, body_timeout_s = 60, keep_alive_timeout_s = 5, write_timeout_s = 30;
 };
 
 class Server {
