@@ -73,7 +73,8 @@ build-fuzz/CMakeCache.txt:
 	  -DQLOOM_BUILD_BENCH=OFF >/dev/null
 
 fuzz-build: build-fuzz/CMakeCache.txt
-	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header
+	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header \
+	  qloom_fuzz_serve_request
 
 # Both parsers, FUZZ_SECONDS each.
 fuzz: fuzz-build
@@ -82,12 +83,16 @@ fuzz: fuzz-build
 	  -dict=fuzz/safetensors.dict -print_final_stats=1 fuzz/corpus-work fuzz/corpus
 	./build-fuzz/fuzz/qloom_fuzz_gguf_header -max_total_time=$(FUZZ_SECONDS) \
 	  -dict=fuzz/gguf.dict -print_final_stats=1 fuzz/corpus_gguf-work fuzz/corpus_gguf
+	mkdir -p fuzz/corpus_serve_request-work
+	./build-fuzz/fuzz/qloom_fuzz_serve_request -max_total_time=$(FUZZ_SECONDS) \
+	  -dict=fuzz/serve_request.dict -print_final_stats=1 fuzz/corpus_serve_request-work fuzz/corpus_serve_request
 
 # Both parsers within FUZZ_SMOKE_SECONDS in all (half each).
 FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + 1) / 2 )))
 fuzz-smoke: fuzz-build
 	@$(call fuzz_smoke_one,safetensors header,qloom_fuzz_safetensors_header,safetensors.dict,corpus)
 	@$(call fuzz_smoke_one,GGUF header,qloom_fuzz_gguf_header,gguf.dict,corpus_gguf)
+	@$(call fuzz_smoke_one,serve request body,qloom_fuzz_serve_request,serve_request.dict,corpus_serve_request)
 
 # $(call fuzz_smoke_one,label,binary,dict,corpus dir)
 define fuzz_smoke_one

@@ -14,9 +14,17 @@
 //     [{"token", "logprob", "bytes", "top_logprobs": [...]}]} or null.
 //   Streaming chunks: "text_completion" / "chat.completion.chunk" objects,
 //     each sent as "data: <json>\n\n", then "data: [DONE]\n\n".
+//   Every object also carries "seed" after "model" when ResponseHead::seed is
+//     set: the sampling seed used (the request's, or the one drawn for it), so
+//     an unseeded sample can be reproduced. Neither OpenAI nor vLLM has a
+//     response field for it; an extra top-level key is what their clients
+//     ignore (the OpenAI SDK's models keep unknown fields), while
+//     system_fingerprint means something else (the backend's configuration)
+//     and stays absent.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +39,7 @@ struct ResponseHead {
   std::string id;
   int64_t created = 0;
   std::string model;
+  std::optional<int64_t> seed;  // echoed as "seed" when set
 };
 
 struct Usage {
