@@ -113,7 +113,8 @@ TEST(ServeRequest, DeepJsonIsRefusedBeforeParsing) {
         chat_refusal(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" + nested(levels) + "}}");
     EXPECT_EQ(k.code, deep ? "json_too_deep" : "") << levels;
   }
-  EXPECT_EQ(json_depth(R"({"a":"[[[[{{{{"[[[["})"), 1u);
+  EXPECT_EQ(json_depth(R"({"a":"[[[[{{{{\"[[[["})"), 1u);  // an escaped quote does not end the string
+  EXPECT_EQ(json_depth(R"({"a":"\\",[[{}]]})"), 4u);         // an escaped backslash does not escape the quote
   EXPECT_EQ(json_depth(R"([[],[[]],{}])"), 3u);
   const std::string in_string = R"({"prompt":")" + std::string(100000, '[') + R"("})";
   EXPECT_EQ(parse_completion_request(in_string).prompts[0].text.size(), 100000u);
