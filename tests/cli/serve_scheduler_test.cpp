@@ -133,6 +133,8 @@ TEST(ServeScheduler, KvBudgetIsCheckedAtAdmissionAndKeptWhileWaiting) {
     EXPECT_EQ(e.status(), 400);
     EXPECT_EQ(e.code(), "kv_cache_budget_exceeded");
     EXPECT_EQ(e.param(), "max_tokens");
+    EXPECT_NE(std::string(e.what()).find("--kv-cache-budget"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(o.kv_budget_bytes) + " bytes"), std::string::npos) << e.what();
   }
   EXPECT_EQ(s->in_flight(), 0u);
   auto job = s->submit(std::vector<SeqSpec>(6, one));

@@ -184,6 +184,9 @@ TEST_F(ServeTest, SeededSamplingRepeats) {
   EXPECT_EQ(a["choices"][0]["text"], b);
   EXPECT_EQ(a["seed"], 7);
   EXPECT_FALSE(a.contains("system_fingerprint"));
+  json greedy = body;
+  greedy["temperature"] = 0;
+  EXPECT_FALSE(json::parse(post("/v1/completions", greedy).body).contains("seed")) << "greedy uses no seed";
 }
 
 // Without a seed, temperature 1 samples afresh each time (OpenAI, vLLM); the

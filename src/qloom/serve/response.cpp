@@ -75,6 +75,11 @@ Json reason(const std::string& r) { return r.empty() ? Json(nullptr) : Json(r); 
 
 }  // namespace
 
+std::optional<int64_t> echoed_seed(const SamplingParams& p) {
+  if (p.temperature <= 0) return std::nullopt;
+  return int64_t(p.seed);
+}
+
 Json Usage::json() const {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},

@@ -1,6 +1,7 @@
 #include "qloom/serve/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <fstream>
@@ -38,6 +39,15 @@ size_t unstable_tail(const std::string& text, const std::vector<std::string>& st
         break;
       }
   return std::min(hold, text.size());
+}
+
+// "12345 bytes", "1.5 MiB", "24.0 GiB".
+std::string size_text(size_t bytes) {
+  if (bytes < (size_t(1) << 20)) return std::to_string(bytes) + " bytes";
+  const bool gib = bytes >= (size_t(1) << 30);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", double(bytes) / double(size_t(1) << (gib ? 30 : 20)), gib ? "GiB" : "MiB");
+  return buf;
 }
 
 bool has_stop(const std::string& text, const std::vector<std::string>& stops) {
@@ -183,10 +193,9 @@ std::shared_ptr<Job> Scheduler::submit(std::vector<SeqSpec> seqs) {
     if (const size_t need = kv_bytes(s); need > opt_.kv_budget_bytes)
       throw ApiError(400,
                      "a sequence of " + std::to_string(s.prompt.size()) + " prompt tokens + max_tokens " +
-                         std::to_string(s.max_tokens) + " may need " + std::to_string(need >> 20) +
-                         " MiB of KV cache, over this server's KV-cache budget of " +
-                         std::to_string(opt_.kv_budget_bytes >> 20) +
-                         " MiB (--kv-cache-budget); lower max_tokens or shorten the prompt",
+                         std::to_string(s.max_tokens) + " may need " + size_text(need) +
+                         " of KV cache, over this server's KV-cache budget of " + size_text(opt_.kv_budget_bytes) +
+                         " (--kv-cache-budget); lower max_tokens or shorten the prompt",
                      "invalid_request_error", "max_tokens", "kv_cache_budget_exceeded");
   auto job = std::make_shared<Job>(std::move(seqs));
   {

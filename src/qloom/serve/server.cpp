@@ -94,7 +94,7 @@ struct Server::Impl {
   int64_t resolve_max_tokens(std::optional<int64_t> given, bool chat, int64_t prompt, const char* param) const;
   SeqSpec base_spec(const GenParams& g) const;
   void check_min_tokens(const SeqSpec& s) const;
-  ResponseHead head(const char* prefix, uint64_t seed);
+  ResponseHead head(const char* prefix, std::optional<int64_t> seed);
   Json model_card() const;
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat_completions(const httplib::Request& req, httplib::Response& res);
@@ -183,9 +183,8 @@ void Server::Impl::check_min_tokens(const SeqSpec& s) const {
                       "min_tokens");
 }
 
-ResponseHead Server::Impl::head(const char* prefix, uint64_t seed) {
-  return ResponseHead{std::string(prefix) + "-" + std::to_string(++next_id), int64_t(std::time(nullptr)), name,
-                      int64_t(seed)};
+ResponseHead Server::Impl::head(const char* prefix, std::optional<int64_t> seed) {
+  return ResponseHead{std::string(prefix) + "-" + std::to_string(++next_id), int64_t(std::time(nullptr)), name, seed};
 }
 
 Json Server::Impl::model_card() const {
@@ -211,7 +210,7 @@ void Server::Impl::completions(const httplib::Request& req, httplib::Response& r
     specs.push_back(std::move(s));
   }
   std::shared_ptr<Job> job = sched->submit(std::move(specs));
-  const ResponseHead h = head("cmpl", r.gen.sampling.seed);
+  const ResponseHead h = head("cmpl", echoed_seed(r.gen.sampling));
   if (r.gen.stream) return stream(res, job, h, false, r.gen.include_usage);
   job->wait();
   if (auto e = job->error()) throw *e;
@@ -237,7 +236,7 @@ void Server::Impl::chat_completions(const httplib::Request& req, httplib::Respon
   std::vector<SeqSpec> specs;
   specs.push_back(std::move(s));
   std::shared_ptr<Job> job = sched->submit(std::move(specs));
-  const ResponseHead h = head("chatcmpl", r.gen.sampling.seed);
+  const ResponseHead h = head("chatcmpl", echoed_seed(r.gen.sampling));
   if (r.gen.stream) return stream(res, job, h, true, r.gen.include_usage);
   job->wait();
   if (auto e = job->error()) throw *e;
