@@ -145,13 +145,14 @@ TEST(ServeScheduler, KvBudgetIsCheckedAtAdmissionAndKeptWhileWaiting) {
   wait_idle(*s);
 }
 
-// 256 prompts prefilled at most ~64 tokens per round: a one-prompt request
-// sent just after is answered while the big one is still being prefilled.
+// 200 prompts (under max_active_sequences, so only the prefill bound holds
+// them back) prefilled at most 64 tokens per round: a one-prompt request sent
+// just after is answered while the big one is still being prefilled.
 TEST(ServeScheduler, ManyPromptsArePrefilledInChunksBetweenOtherClients) {
   SchedulerOptions o;
   o.prefill_tokens_per_round = 64;
   auto s = scheduler(o);
-  std::vector<SeqSpec> many(256, greedy("Once upon a time there was a little girl named Lily who liked to play", 1));
+  std::vector<SeqSpec> many(200, greedy("Once upon a time there was a little girl named Lily who liked to play", 1));
   ASSERT_GT(many[0].prompt.size(), 10u);
   auto big = s->submit(many);
   auto small = s->submit({greedy("The cat", 2)});
