@@ -15,7 +15,7 @@ BUILD       ?= build
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_MODEL  ?= models/stories260K-hf-bf16
 FUZZ_SECONDS ?= 300
-FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SMOKE_SECONDS ?= 36
 
 .PHONY: all setup setup-demo build build-demo demo test test-full bench fuzz fuzz-build fuzz-smoke sanitize interop clean install
 
@@ -75,7 +75,8 @@ build-fuzz/CMakeCache.txt:
 # The libFuzzer targets: name:dict:corpus, the binary being qloom_fuzz_<name>
 # (fuzz/CMakeLists.txt), its dictionary fuzz/<dict>.dict, its seeds fuzz/<corpus>.
 FUZZ_TARGETS = safetensors_header:safetensors:corpus gguf_header:gguf:corpus_gguf \
-  tokenizer_json:tokenizer:corpus_tokenizer http_request:http:corpus_http
+  tokenizer_json:tokenizer:corpus_tokenizer http_request:http:corpus_http \
+  serve_request:serve_request:corpus_serve_request
 fuzz_name = $(word 1,$(subst :, ,$(1)))
 fuzz_dict = $(word 2,$(subst :, ,$(1)))
 fuzz_corpus = $(word 3,$(subst :, ,$(1)))

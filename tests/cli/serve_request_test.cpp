@@ -1,4 +1,5 @@
 // serve/ request parsing, error bodies and sampling, without a server.
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,13 +73,85 @@ TEST(ServeRequest, DefaultsAreDocumented) {
   const auto r = parse_completion_request(R"({"prompt":"x","max_tokens":null,"seed":null})");
   EXPECT_EQ(r.gen.sampling.temperature, 1.0);
   EXPECT_EQ(r.gen.sampling.top_p, 1.0);
-  EXPECT_EQ(r.gen.sampling.seed, kDefaultSeed);
+  EXPECT_LE(r.gen.sampling.seed, uint64_t(std::numeric_limits<int64_t>::max()));
   EXPECT_FALSE(r.gen.stream);
   EXPECT_FALSE(r.gen.ignore_eos);
   EXPECT_EQ(r.gen.min_tokens, 0);
 }
 
 // vLLM's extensions that the throughput benchmark sends (qloom perf --server).
+// Without a seed every request samples afresh (OpenAI, vLLM): the seed comes
+// from the OS's entropy, fits an int64 (so it can be echoed and resent), and
+// 16 requests do not all draw the same one. A given seed is kept as sent.
+TEST(ServeRequest, UnseededRequestsGetFreshSeeds) {
+  std::set<uint64_t> seeds;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t s = parse_completion_request(R"({"prompt":"x"})").gen.sampling.seed;
+    EXPECT_LE(s, uint64_t(std::numeric_limits<int64_t>::max()));
+    seeds.insert(s);
+  }
+  EXPECT_GT(seeds.size(), 1u);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":77})").gen.sampling.seed, 77u);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"seed":-3})").gen.sampling.seed,
+            uint64_t(int64_t(-3)));
+}
+
+// Bodies nested deeper than kMaxJsonDepth are refused before any tree is
+// built (100,000 levels used to overflow the stack in the parser, the copies
+// and the destructor), whether the nesting is in the prompt, in a message's
+// content or in chat_template_kwargs; brackets inside strings do not count.
+TEST(ServeRequest, DeepJsonIsRefusedBeforeParsing) {
+  auto nested = [](size_t levels) { return std::string(levels, '[') + "1" + std::string(levels, ']'); };
+  for (const size_t levels : {kMaxJsonDepth - 4, size_t(100000)}) {
+    const bool deep = levels > kMaxJsonDepth;
+    const Refusal c = completion_refusal(R"({"prompt":)" + nested(levels) + "}");
+    EXPECT_EQ(c.code, deep ? "json_too_deep" : "") << levels;
+    EXPECT_EQ(c.status, 400) << levels;  // the shallow one: a prompt of nested lists is a bad prompt
+    const Refusal m = chat_refusal(R"({"messages":[{"role":"user","content":)" + nested(levels) + "}]}");
+    EXPECT_EQ(m.code, deep ? "json_too_deep" : "") << levels;
+    const Refusal k =
+        chat_refusal(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" + nested(levels) + "}}");
+    EXPECT_EQ(k.code, deep ? "json_too_deep" : "") << levels;
+  }
+  EXPECT_EQ(json_depth(R"({"a":"[[[[{{{{\"[[[["})"), 1u);  // an escaped quote does not end the string
+  EXPECT_EQ(json_depth(R"({"a":"\\",[[{}]]})"), 4u);         // an escaped backslash does not escape the quote
+  EXPECT_EQ(json_depth(R"([[],[[]],{}])"), 3u);
+  const std::string in_string = R"({"prompt":")" + std::string(100000, '[') + R"("})";
+  EXPECT_EQ(parse_completion_request(in_string).prompts[0].text.size(), 100000u);
+}
+
+// A list of prompts is bounded (kDefaultMaxPrompts unless the server says
+// otherwise); token-id prompts of any length are one prompt.
+TEST(ServeRequest, PromptCountIsBounded) {
+  auto prompts = [](size_t n) {
+    std::string body = R"({"prompt":[)";
+    for (size_t i = 0; i < n; ++i) body += std::string(i ? "," : "") + R"("Hi")";
+    return body + "]}";
+  };
+  EXPECT_EQ(parse_completion_request(prompts(kDefaultMaxPrompts)).prompts.size(), kDefaultMaxPrompts);
+  const Refusal f = completion_refusal(prompts(kDefaultMaxPrompts + 1));
+  EXPECT_EQ(f.status, 400);
+  EXPECT_EQ(f.param, "prompt");
+  EXPECT_EQ(f.code, "too_many_prompts");
+  EXPECT_EQ(refusal([&] { parse_completion_request(prompts(9), 8); }).code, "too_many_prompts");
+  EXPECT_EQ(parse_completion_request(prompts(8), 8).prompts.size(), 8u);
+  std::string ids = R"({"prompt":[)";
+  for (size_t i = 0; i < 2 * kDefaultMaxPrompts; ++i) ids += std::string(i ? "," : "") + "5";
+  EXPECT_EQ(parse_completion_request(ids + "]}").prompts.size(), 1u);
+}
+
+// content null (user) and no content (assistant with tool_calls) reach the
+// template as "" (vLLM's string content format), other keys kept.
+TEST(ServeRequest, NullOrMissingContentIsEmptyText) {
+  const auto r = parse_chat_request(
+      R"({"messages":[{"role":"user","content":null},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":null,"tool_call_id":"c1"}]})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  for (const auto& m : r.messages) EXPECT_EQ(m["content"], "") << m.dump();
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["id"], "c1");
+  EXPECT_EQ(r.messages[2]["tool_call_id"], "c1");
+  EXPECT_EQ(chat_refusal(R"({"messages":[{"role":"user"}]})").param, "messages");
+}
+
 TEST(ServeRequest, IgnoreEosAndMinTokens) {
   const auto r = parse_completion_request(R"({"prompt":[5,6],"max_tokens":8,"min_tokens":8,"ignore_eos":true})");
   EXPECT_TRUE(r.gen.ignore_eos);
@@ -119,6 +192,9 @@ TEST(ServeRequest, BadParametersName400) {
       {R"({"prompt":"x","stop":["a",1]})", "stop"},
       {R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"]})", "stop"},
       {R"({"prompt":"x","n":2})", "n"},
+      {R"({"prompt":"x","n":1,"best_of":3})", "best_of"},
+      {R"({"prompt":"x","stop":")" + std::string(kMaxStopBytes + 1, 'a') + R"("})", "stop"},
+      {R"({"prompt":"x","stop":["a",")" + std::string(kMaxStopBytes + 1, 'a') + R"("]})", "stop"},
       {R"({"prompt":"x","logprobs":21})", "logprobs"},
       {R"({"prompt":"x","logprobs":-1})", "logprobs"},
       {R"({"prompt":"x","echo":"yes"})", "echo"},
@@ -136,7 +212,7 @@ TEST(ServeRequest, ChatMessages) {
   const auto r = parse_chat_request(
       R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"max_completion_tokens":7,"logprobs":true,"top_logprobs":3,"chat_template_kwargs":{"enable_thinking":false}})");
   ASSERT_EQ(r.messages.size(), 2u);
-  EXPECT_EQ(r.messages[1]["content"], "hi there");
+  EXPECT_EQ(r.messages[1]["content"], "hi \nthere");  // vLLM joins text parts with "\n"
   EXPECT_EQ(*r.gen.max_tokens, 7);
   EXPECT_EQ(r.logprobs, 3);
   EXPECT_EQ(r.template_kwargs["enable_thinking"], false);

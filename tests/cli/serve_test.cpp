@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "qloom/eval/checkpoint_runtime.h"
 #include "qloom/eval/gsm8k.h"
 #include "qloom/eval/multiple_choice.h"
+#include "qloom/serve/request.h"
 #include "qloom/serve/server.h"
 #include "support/running_server.h"
 #include "support/subprocess.h"
@@ -177,15 +179,71 @@ TEST_F(ServeTest, GreedyCompletionEqualsGenerateGreedy) {
 
 TEST_F(ServeTest, SeededSamplingRepeats) {
   const json body = {{"prompt", "Lily"}, {"max_tokens", 24}, {"temperature", 1.0}, {"top_p", 0.9}, {"seed", 7}};
-  const std::string a = json::parse(post("/v1/completions", body).body)["choices"][0]["text"];
+  const json a = json::parse(post("/v1/completions", body).body);
   const std::string b = json::parse(post("/v1/completions", body).body)["choices"][0]["text"];
-  EXPECT_EQ(a, b);
-  json other = body;
-  other["seed"] = 8;
-  json unseeded = body;
-  unseeded.erase("seed");
-  EXPECT_EQ(json::parse(post("/v1/completions", unseeded).body)["choices"][0]["text"],
-            json::parse(post("/v1/completions", unseeded).body)["choices"][0]["text"]);
+  EXPECT_EQ(a["choices"][0]["text"], b);
+  EXPECT_EQ(a["seed"], 7);
+  EXPECT_FALSE(a.contains("system_fingerprint"));
+  json greedy = body;
+  greedy["temperature"] = 0;
+  EXPECT_FALSE(json::parse(post("/v1/completions", greedy).body).contains("seed")) << "greedy uses no seed";
+}
+
+// Without a seed, temperature 1 samples afresh each time (OpenAI, vLLM); the
+// response says which seed was drawn, and sending it back repeats the text.
+TEST_F(ServeTest, UnseededSamplingDiffersAndEchoesItsSeed) {
+  const json body = {{"prompt", "Lily"}, {"max_tokens", 32}, {"temperature", 1.0}};
+  std::set<std::string> texts;
+  json first;
+  for (int i = 0; i < 4; ++i) {
+    const json r = json::parse(post("/v1/completions", body).body);
+    ASSERT_TRUE(r.contains("seed") && r["seed"].is_number_integer()) << r.dump();
+    if (i == 0) first = r;
+    texts.insert(r["choices"][0]["text"].get<std::string>());
+  }
+  EXPECT_GT(texts.size(), 1u) << "four unseeded samples gave the same text";
+  json again = body;
+  again["seed"] = first["seed"];
+  EXPECT_EQ(json::parse(post("/v1/completions", again).body)["choices"][0]["text"], first["choices"][0]["text"]);
+  const json msgs = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const json chat = json::parse(post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 2}, {"seed", 5}}).body);
+  EXPECT_EQ(chat["seed"], 5);
+}
+
+// Hostile bodies get a 400 naming the limit, and the server stays up: JSON
+// nested 100,000 levels (in the prompt, a message's content, the template
+// kwargs) and more prompts than --max-prompts-per-request.
+TEST_F(ServeTest, DeepJsonAndTooManyPromptsAre400) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_error(http_request(server_->port(), "POST", "/v1/completions", R"({"prompt":)" + deep + "}"), 400,
+               "invalid_request_error", "json_too_deep");
+  expect_error(http_request(server_->port(), "POST", "/v1/chat/completions",
+                            R"({"messages":[{"role":"user","content":)" + deep + "}]}"),
+               400, "invalid_request_error", "json_too_deep");
+  expect_error(http_request(server_->port(), "POST", "/v1/chat/completions",
+                            R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" + deep + "}}"),
+               400, "invalid_request_error", "json_too_deep");
+  expect_error(post("/v1/completions", {{"prompt", std::vector<std::string>(serve::kDefaultMaxPrompts + 1, "Hi")},
+                                        {"max_tokens", 1}}),
+               400, "invalid_request_error", "too_many_prompts");
+  const HttpReply ok = post("/v1/completions", {{"prompt", std::vector<std::string>(8, "Hi")}, {"max_tokens", 2}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(json::parse(ok.body)["choices"].size(), 8u);
+}
+
+// content null (user) and no content (assistant with tool_calls), both
+// allowed by the API, render: the template sees "" as vLLM gives it.
+TEST_F(ServeTest, NullAndMissingContentRender) {
+  const json msgs = json::array({{{"role", "user"}, {"content", nullptr}},
+                                 {{"role", "assistant"},
+                                  {"tool_calls", json::array({{{"id", "c1"}, {"type", "function"},
+                                                               {"function", {{"name", "f"}, {"arguments", "{}"}}}}})}},
+                                 {{"role", "user"}, {"content", "go on"}}});
+  const HttpReply r = post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 3}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const text::Tokenizer tok = text::Tokenizer::load(*dir_);
+  EXPECT_EQ(json::parse(r.body)["usage"]["prompt_tokens"],
+            tok.encode("user: \nassistant: \nuser: go on\nassistant:", false).size());
 }
 
 TEST_F(ServeTest, StreamingCompletionMatchesPlain) {

@@ -62,6 +62,7 @@ TEST(KvCacheFp8, StoresOneBytePerElementAndRoundTripsCodes) {
   for (int64_t i = 0; i < n; ++i) kv[size_t(i)] = std::sin(0.37f * float(i)) * 40.0f, vv[size_t(i)] = float(i) - 30.0f;
   fp8_kv_round(kv.data(), n, 0.3f);
   fp8_kv_round(vv.data(), n, 0.4f);
+  f8.grow(5);  // storage is taken as positions are written (the model grows before a forward)
   std::copy(kv.begin(), kv.end(), f8.keys(1));
   std::copy(vv.begin(), vv.end(), f8.values(1));
   f8.commit_layer(1, 0, 5);

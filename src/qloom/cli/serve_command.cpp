@@ -139,6 +139,14 @@ void register_serve(CLI::App& app, CommandFn& run) {
                   "largest request body accepted; larger: 413 (default 32 MiB)")
       ->check(CLI::PositiveNumber);
   add_transport_flags(sub, o->server);
+  sub->add_option(flag_names("kv_cache_budget"), o->server.kv_cache_budget_bytes,
+                  "KV-cache memory the running sequences may need at worst (prompt + max_tokens each), in bytes "
+                  "or with a unit (8GiB); a sequence over it alone is refused, others wait (default: half the "
+                  "memory available after loading the model)")
+      ->transform(CLI::AsSizeValue(false));
+  sub->add_option(flag_names("max_prompts_per_request"), o->server.max_prompts_per_request,
+                  "prompts one /v1/completions request may list; more: 400 (default 256)")
+      ->check(CLI::Range(1, 1 << 20));
   sub->callback([o, &run] {
     run = [o] {
       const std::string dir = resolve_model_arg(o->model, io::HubFetch::kModel);

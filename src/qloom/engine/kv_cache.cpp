@@ -50,14 +50,41 @@ KvCacheImpl::KvCacheImpl(int64_t layers, int64_t kv_heads, int64_t head_dim, int
   for (const auto& [k, v] : scales_)
     if (!(k > 0.0f && std::isfinite(k) && v > 0.0f && std::isfinite(v)))
       throw Error(ErrorKind::kUsage, "", "kv_cache_fp8_scales", "an fp8 KV-cache scale is not finite and positive");
-  const size_t n = static_cast<size_t>(capacity * kv_heads * head_dim);
   const size_t windows = fp8() ? 1 : static_cast<size_t>(layers);
-  k_.assign(windows, std::vector<float>(n));
-  v_.assign(windows, std::vector<float>(n));
+  k_.resize(windows);
+  v_.resize(windows);
   if (fp8()) {
-    k8_.assign(static_cast<size_t>(layers), std::vector<uint8_t>(n));
-    v8_.assign(static_cast<size_t>(layers), std::vector<uint8_t>(n));
+    k8_.resize(static_cast<size_t>(layers));
+    v8_.resize(static_cast<size_t>(layers));
   }
+}
+
+void KvCacheImpl::grow(int64_t n) {
+  if (n <= allocated_) return;
+  if (n > capacity_)
+    throw Error(ErrorKind::kUsage, "", "grow",
+                "a KV cache of capacity " + std::to_string(capacity_) + " cannot hold " + std::to_string(n) + " positions");
+  const int64_t chunked = (n + kGrowChunk - 1) / kGrowChunk * kGrowChunk;
+  allocated_ = std::min(capacity_, std::max(chunked, allocated_ + allocated_ / 2));
+  const auto elems = static_cast<size_t>(allocated_ * row());
+  for (auto* side : {&k_, &v_})
+    for (std::vector<float>& w : *side) w.reserve(elems), w.resize(elems);  // exactly elems, not doubled
+  for (auto* side : {&k8_, &v8_})
+    for (std::vector<uint8_t>& c : *side) c.reserve(elems), c.resize(elems);
+}
+
+size_t KvCacheImpl::bytes_for(int64_t positions) const {
+  const size_t window = fp8() ? static_cast<size_t>(2 * row()) * sizeof(float) : 0;
+  return static_cast<size_t>(positions) * (bytes_per_token() + window);
+}
+
+size_t KvCacheImpl::allocated_bytes() const {
+  size_t bytes = 0;
+  for (const auto* side : {&k_, &v_})
+    for (const std::vector<float>& w : *side) bytes += w.capacity() * sizeof(float);
+  for (const auto* side : {&k8_, &v8_})
+    for (const std::vector<uint8_t>& c : *side) bytes += c.capacity();
+  return bytes;
 }
 
 size_t KvCacheImpl::bytes_per_token() const {

@@ -3,6 +3,12 @@
 // stores all positions (sliding-window layers too); the window is applied
 // when attending.
 //
+// Storage grows with the sequence, not with capacity(): grow(n) (called by
+// the model before a forward writes positions up to n) extends every layer
+// to max(n rounded up to kGrowChunk positions, 1.5 × the allocation), capped
+// at capacity(), keeping what is stored. A request that may generate 4096
+// tokens but stops after 20 holds a chunk, not 4096 positions.
+//
 // Storage is fp32, or fp8 e4m3 codes with one (k, v) scale pair per layer
 // (LoadOptions::kv_cache_fp8_scales: an fp8-KV checkpoint on the native
 // runtime). An fp8 cache keeps one fp32 window shared by all layers:
@@ -37,6 +43,13 @@ class KvCacheImpl final : public KvCache {
   // Throws kUsage when n is negative or above size().
   void truncate(int64_t n) override;
   size_t bytes_per_token() const override;
+  size_t allocated_bytes() const override;
+  size_t bytes_for(int64_t positions) const override;  // fp8: the codes plus the fp32 window
+
+  static constexpr int64_t kGrowChunk = 64;
+  // Positions storage exists for; grow(n): at least n (n <= capacity()).
+  int64_t allocated() const { return allocated_; }
+  void grow(int64_t n);
 
   // Row stride (floats) of one position.
   int64_t row() const { return kv_heads_ * head_dim_; }
@@ -60,7 +73,7 @@ class KvCacheImpl final : public KvCache {
   void commit_layer(int64_t layer, int64_t pos0, int64_t T);
 
  private:
-  int64_t layers_, kv_heads_, head_dim_, capacity_, size_ = 0;
+  int64_t layers_, kv_heads_, head_dim_, capacity_, size_ = 0, allocated_ = 0;
   std::vector<std::vector<float>> k_, v_;        // fp32: per layer; fp8: the one window
   std::vector<std::vector<uint8_t>> k8_, v8_;    // fp8 codes per layer
   std::vector<std::pair<float, float>> scales_;  // fp8 (k, v) scale per layer

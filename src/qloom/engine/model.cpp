@@ -71,6 +71,7 @@ std::vector<float> ModelImpl::forward(std::span<const int32_t> tokens, KvCache& 
   }
   check_token_ids(config_, tokens);
   if (T == 0) return {};
+  cache->grow(pos0 + T);
 
   const int64_t D = config_.hidden_size;
   ForwardContext ctx{pool_, hooks};
@@ -132,6 +133,7 @@ std::vector<float> ModelImpl::forward_batch(std::span<const int32_t> tokens, std
   check_token_ids(config_, tokens);
   const auto B = static_cast<int64_t>(tokens.size());
   if (B == 0) return {};
+  for (KvCacheImpl* c : caches) c->grow(c->size() + 1);
   const int64_t D = config_.hidden_size;
   ForwardContext ctx{pool_, hooks};
   std::vector<float> x(static_cast<size_t>(B * D)), h(x.size()), y(x.size());

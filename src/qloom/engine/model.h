@@ -90,7 +90,8 @@ class Model {
   virtual const model::ModelConfig& config() const = 0;
   virtual ThreadPool& pool() = 0;
 
-  // A cache able to hold up to `max_tokens` positions.
+  // A cache able to hold up to `max_tokens` positions; its memory is taken
+  // as positions are written (KvCacheImpl::grow), not up front.
   virtual std::unique_ptr<KvCache> new_cache(int64_t max_tokens) const = 0;
 
   // Runs `tokens` after the cache's current length; returns logits
@@ -122,6 +123,12 @@ class KvCache {
   virtual void truncate(int64_t n) = 0;  // keep the first n positions
   // Bytes the cache holds per position (all layers, keys and values).
   virtual size_t bytes_per_token() const = 0;
+  // Bytes of storage held now: the engine's cache grows with size() (in
+  // chunks), so this is about size() · bytes_per_token(), not capacity()'s.
+  virtual size_t allocated_bytes() const { return 0; }
+  // Bytes the cache holds once `positions` positions are stored (what
+  // allocated_bytes() reaches at most for a cache of that capacity).
+  virtual size_t bytes_for(int64_t positions) const { return size_t(positions) * bytes_per_token(); }
 };
 
 }  // namespace qloom::engine

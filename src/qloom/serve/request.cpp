@@ -1,7 +1,9 @@
 #include "qloom/serve/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "qloom/serve/api_error.h"
 
@@ -53,7 +55,7 @@ std::string string_field(const Json& j, const char* key) {
   return j[key].get<std::string>();
 }
 
-std::vector<std::string> parse_stop(const Json& j) {
+std::vector<std::string> stop_list(const Json& j) {
   if (!present(j, "stop")) return {};
   const Json& s = j["stop"];
   if (s.is_string()) return {s.get<std::string>()};
@@ -70,6 +72,34 @@ std::vector<std::string> parse_stop(const Json& j) {
   return out;
 }
 
+// Each stop string at most kMaxStopBytes (the scheduler looks for every
+// stop's prefixes at the end of the text after each token).
+std::vector<std::string> checked_stop(const Json& j) {
+  std::vector<std::string> out = stop_list(j);
+  for (const std::string& s : out)
+    if (s.size() > kMaxStopBytes)
+      throw_bad_request("a 'stop' sequence has " + std::to_string(s.size()) + " bytes; at most " +
+                            std::to_string(kMaxStopBytes) + " are accepted",
+                        "stop");
+  return out;
+}
+
+// The request's seed, or one drawn from the OS's entropy (63 bits, so the
+// value echoed in the response can be sent back as a seed).
+uint64_t seed_of(const Json& j) {
+  if (present(j, "seed")) return uint64_t(integer(j["seed"], "seed"));
+  std::random_device rd;
+  return ((uint64_t(rd()) << 32) ^ uint64_t(rd())) & uint64_t(std::numeric_limits<int64_t>::max());
+}
+
+// n and best_of: one choice per prompt (best_of, vLLM's and the legacy
+// completions API's, must then be 1 too).
+void check_single_choice(const Json& j) {
+  for (const char* key : {"n", "best_of"})
+    if (present(j, key) && integer(j[key], key) != 1)
+      throw_bad_request(std::string("only ") + key + " = 1 is supported", key);
+}
+
 std::optional<int64_t> parse_max_tokens(const Json& j, const char* key, int64_t min) {
   if (!present(j, key)) return std::nullopt;
   const int64_t v = integer(j[key], key);
@@ -83,14 +113,14 @@ GenParams parse_gen(const Json& j, bool chat) {
   if (chat && !g.max_tokens) g.max_tokens = parse_max_tokens(j, "max_completion_tokens", 1);
   g.sampling.temperature = number_in(j, "temperature", 0, 2, false, 1.0);
   g.sampling.top_p = number_in(j, "top_p", 0, 1, true, 1.0);
-  if (present(j, "seed")) g.sampling.seed = uint64_t(integer(j["seed"], "seed"));
-  g.stop = parse_stop(j);
+  g.sampling.seed = seed_of(j);
+  g.stop = checked_stop(j);
   g.stream = boolean(j, "stream", false);
   if (present(j, "stream_options")) {
     if (!j["stream_options"].is_object()) bad_type("stream_options", "an object");
     g.include_usage = boolean(j["stream_options"], "include_usage", false);
   }
-  if (present(j, "n") && integer(j["n"], "n") != 1) throw_bad_request("only n = 1 is supported", "n");
+  check_single_choice(j);
   g.ignore_eos = boolean(j, "ignore_eos", false);
   if (present(j, "min_tokens")) {
     g.min_tokens = integer(j["min_tokens"], "min_tokens");
@@ -114,12 +144,16 @@ std::vector<int32_t> token_ids(const Json& a) {
   return ids;
 }
 
-std::vector<Prompt> parse_prompts(const Json& j) {
+std::vector<Prompt> parse_prompts(const Json& j, size_t max_prompts) {
   if (!present(j, "prompt")) throw_bad_request("'prompt' is required", "prompt");
   const Json& p = j["prompt"];
   if (p.is_string()) return {Prompt{true, p.get<std::string>(), {}}};
   if (!p.is_array() || p.empty()) bad_type("prompt", "a string, a non-empty list of strings, or token ids");
   if (p[0].is_number()) return {Prompt{false, {}, token_ids(p)}};
+  if (p.size() > max_prompts)
+    throw_bad_request("'prompt' holds " + std::to_string(p.size()) + " prompts; this server accepts at most " +
+                          std::to_string(max_prompts) + " per request (--max-prompts-per-request)",
+                      "prompt", "too_many_prompts");
   std::vector<Prompt> out;
   for (const Json& e : p) {
     if (e.is_string())
@@ -139,9 +173,13 @@ int parse_logprobs_count(const Json& j, const char* key) {
   return int(k);
 }
 
-// A message's content as the template sees it: a string (text parts joined).
-Json message_content(const Json& c) {
-  if (c.is_null() || c.is_string()) return c;
+// A message's content as the template sees it, as vLLM's "string" content
+// format gives it: a string, text parts joined by "\n", and an absent or
+// null content (an assistant turn with tool_calls, a null user content) "".
+Json message_content(const Json& msg) {
+  if (!msg.contains("content") || msg["content"].is_null()) return "";
+  const Json& c = msg["content"];
+  if (c.is_string()) return c;
   if (!c.is_array()) bad_type("messages", "a list of messages whose content is a string or a list of text parts");
   std::string text;
   for (const Json& part : c) {
@@ -149,6 +187,7 @@ Json message_content(const Json& c) {
         !part["text"].is_string())
       throw_bad_request("only text content parts ({\"type\": \"text\", \"text\": ...}) are supported",
                         "messages");
+    if (&part != &c.front()) text += '\n';
     text += part["text"].get<std::string>();
   }
   return text;
@@ -165,9 +204,10 @@ Json parse_messages(const Json& j) {
     const std::string role = msg["role"].get<std::string>();
     if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer")
       throw_bad_request("unknown message role '" + role + "'", "messages");
+    if (!msg.contains("content") && role != "assistant")
+      throw_bad_request("a '" + role + "' message needs 'content' (a string, text parts or null)", "messages");
     Json copy = msg;
-    if (msg.contains("content")) copy["content"] = message_content(msg["content"]);
-    else if (role != "assistant") throw_bad_request("a '" + role + "' message needs 'content'", "messages");
+    copy["content"] = message_content(msg);
     out.push_back(std::move(copy));
   }
   return out;
@@ -175,7 +215,33 @@ Json parse_messages(const Json& j) {
 
 }  // namespace
 
+size_t json_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 Json parse_body(std::string_view body) {
+  // Before any tree is built: nlohmann's parser, copies and destructor all
+  // recurse once per level, so a deep enough body would overflow the stack.
+  if (const size_t depth = json_depth(body); depth > kMaxJsonDepth)
+    throw ApiError(400,
+                   "the request body nests JSON " + std::to_string(depth) + " levels deep; at most " +
+                       std::to_string(kMaxJsonDepth) + " are accepted",
+                   "invalid_request_error", {}, "json_too_deep");
   Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded())
     throw ApiError(400, "the request body is not valid JSON", "invalid_request_error", {}, "invalid_json");
@@ -184,11 +250,11 @@ Json parse_body(std::string_view body) {
   return j;
 }
 
-CompletionRequest parse_completion_request(std::string_view body) {
+CompletionRequest parse_completion_request(std::string_view body, size_t max_prompts) {
   const Json j = parse_body(body);
   CompletionRequest r;
   r.model = string_field(j, "model");
-  r.prompts = parse_prompts(j);
+  r.prompts = parse_prompts(j, max_prompts);
   r.gen = parse_gen(j, false);
   r.echo = boolean(j, "echo", false);
   if (present(j, "logprobs")) r.logprobs = parse_logprobs_count(j, "logprobs");

@@ -66,12 +66,19 @@ Json chat_logprobs(const text::Tokenizer& tok, const SeqResult& r) {
 }
 
 Json head_json(const ResponseHead& h, const char* object) {
-  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+  Json j = {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+  if (h.seed) j["seed"] = *h.seed;
+  return j;
 }
 
 Json reason(const std::string& r) { return r.empty() ? Json(nullptr) : Json(r); }
 
 }  // namespace
+
+std::optional<int64_t> echoed_seed(const SamplingParams& p) {
+  if (p.temperature <= 0) return std::nullopt;
+  return int64_t(p.seed);
+}
 
 Json Usage::json() const {
   return {{"prompt_tokens", prompt_tokens},

@@ -14,9 +14,18 @@
 //     [{"token", "logprob", "bytes", "top_logprobs": [...]}]} or null.
 //   Streaming chunks: "text_completion" / "chat.completion.chunk" objects,
 //     each sent as "data: <json>\n\n", then "data: [DONE]\n\n".
+//   Every object also carries "seed" after "model" when ResponseHead::seed is
+//     set (echoed_seed: when the request samples, temperature > 0): the seed
+//     used (the request's, or the one drawn for it), so an unseeded sample can
+//     be reproduced; greedy responses stay as they were. Neither OpenAI nor vLLM has a
+//     response field for it; an extra top-level key is what their clients
+//     ignore (the OpenAI SDK's models keep unknown fields), while
+//     system_fingerprint means something else (the backend's configuration)
+//     and stays absent.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,12 +40,17 @@ struct ResponseHead {
   std::string id;
   int64_t created = 0;
   std::string model;
+  std::optional<int64_t> seed;  // echoed as "seed" when set
 };
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   nlohmann::ordered_json json() const;
 };
+
+// The seed a response echoes: the sampling seed as an int64 (what the
+// request sent, or 63 drawn bits) when temperature > 0; none for greedy.
+std::optional<int64_t> echoed_seed(const SamplingParams& p);
 
 Usage usage_of(const std::vector<SeqSpec>& specs, const std::vector<SeqResult>& results);
 

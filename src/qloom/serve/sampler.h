@@ -5,8 +5,8 @@
 //   by lower id first; at least one token), renormalised, drawn with a
 //   per-request xoshiro256** generator seeded from `seed` through splitmix64.
 // The same seed, prompt and parameters give the same tokens on every run and
-// platform (no std:: distributions). A request without "seed" uses
-// kDefaultSeed, so unseeded sampling is reproducible too.
+// platform (no std:: distributions). A request without "seed" gets one from
+// std::random_device (request.h), echoed in its response.
 #pragma once
 
 #include <array>
@@ -17,12 +17,10 @@
 
 namespace qloom::serve {
 
-inline constexpr uint64_t kDefaultSeed = 0;
-
 struct SamplingParams {
   double temperature = 1.0;
   double top_p = 1.0;
-  uint64_t seed = kDefaultSeed;
+  uint64_t seed = 0;
 };
 
 // xoshiro256** (Blackman & Vigna), state from splitmix64(seed).

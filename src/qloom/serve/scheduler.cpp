@@ -1,10 +1,15 @@
 #include "qloom/serve/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <limits>
+#include <fstream>
 #include <span>
+#include <sstream>
 #include <unordered_map>
+
+#include <unistd.h>
 
 #include "qloom/core/error.h"
 #include "qloom/eval/gsm8k.h"
@@ -36,12 +41,34 @@ size_t unstable_tail(const std::string& text, const std::vector<std::string>& st
   return std::min(hold, text.size());
 }
 
+// "12345 bytes", "1.5 MiB", "24.0 GiB".
+std::string size_text(size_t bytes) {
+  if (bytes < (size_t(1) << 20)) return std::to_string(bytes) + " bytes";
+  const bool gib = bytes >= (size_t(1) << 30);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", double(bytes) / double(size_t(1) << (gib ? 30 : 20)), gib ? "GiB" : "MiB");
+  return buf;
+}
+
 bool has_stop(const std::string& text, const std::vector<std::string>& stops) {
   return std::any_of(stops.begin(), stops.end(),
                      [&](const std::string& s) { return !s.empty() && text.find(s) != std::string::npos; });
 }
 
 }  // namespace
+
+size_t default_kv_budget() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream fields(line.substr(13));
+      size_t kib = 0;
+      if (fields >> kib && kib > 0) return kib * 1024 / 2;
+    }
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) / 2 : size_t(1) << 30;
+}
 
 // ---- Job ----
 
@@ -89,6 +116,11 @@ void Job::finish(size_t index, SeqResult r, std::string last_delta) {
   cv_.notify_all();
 }
 
+void Job::cancel() {
+  cancelled_ = true;
+  fail(ApiError(499, "the request was cancelled (its client went away)", "invalid_request_error", {}, "cancelled"));
+}
+
 void Job::fail(const ApiError& e) {
   {
     std::lock_guard lock(m_);
@@ -112,6 +144,7 @@ struct Scheduler::Active {
   SeqResult result;
   std::string text;
   size_t emitted = 0;  // bytes of text already sent
+  size_t kv_reserved = 0;  // worst-case KV bytes counted against the budget
   bool finished = false;
   bool released = false;
 };
@@ -119,6 +152,7 @@ struct Scheduler::Active {
 void Scheduler::release(Active& a) {
   if (a.released) return;
   a.released = true;
+  kv_reserved_ -= a.kv_reserved;
   const auto it = live_.find(a.job.get());
   if (it != live_.end() && --it->second == 0) {
     live_.erase(it);
@@ -128,8 +162,19 @@ void Scheduler::release(Active& a) {
 
 Scheduler::Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const text::Tokenizer& tok,
                      SchedulerOptions opt)
-    : model_(model), hooks_(hooks), tok_(tok), opt_(std::move(opt)) {
+    : model_(model), hooks_(hooks), tok_(tok), opt_(std::move(opt)), probe_(model_.new_cache(0)) {
+  if (opt_.kv_budget_bytes == 0) opt_.kv_budget_bytes = default_kv_budget();
+  opt_.prefill_tokens_per_round = std::max<int64_t>(opt_.prefill_tokens_per_round, 1);
+  opt_.max_active_sequences = std::max<size_t>(opt_.max_active_sequences, 1);
   thread_ = std::thread([this] { loop(); });
+}
+
+size_t Scheduler::kv_bytes(const SeqSpec& s) const {
+  return probe_->bytes_for(int64_t(s.prompt.size()) + std::max<int64_t>(s.max_tokens, 0));
+}
+
+KvStats Scheduler::kv_stats() const {
+  return KvStats{opt_.kv_budget_bytes, kv_reserved_, kv_allocated_, kv_peak_allocated_, kv_peak_reserved_};
 }
 
 Scheduler::~Scheduler() { stop(); }
@@ -144,6 +189,14 @@ void Scheduler::stop() {
 }
 
 std::shared_ptr<Job> Scheduler::submit(std::vector<SeqSpec> seqs) {
+  for (const SeqSpec& s : seqs)
+    if (const size_t need = kv_bytes(s); need > opt_.kv_budget_bytes)
+      throw ApiError(400,
+                     "a sequence of " + std::to_string(s.prompt.size()) + " prompt tokens + max_tokens " +
+                         std::to_string(s.max_tokens) + " may need " + size_text(need) +
+                         " of KV cache, over this server's KV-cache budget of " + size_text(opt_.kv_budget_bytes) +
+                         " (--kv-cache-budget); lower max_tokens or shorten the prompt",
+                     "invalid_request_error", "max_tokens", "kv_cache_budget_exceeded");
   auto job = std::make_shared<Job>(std::move(seqs));
   {
     std::lock_guard lock(m_);
@@ -262,63 +315,131 @@ void Scheduler::decode_round(const std::vector<Active*>& ready) {
   }
 }
 
-void Scheduler::admit(std::vector<std::shared_ptr<Job>>& incoming) {
-  for (auto& job : incoming)
-    for (size_t i = 0; i < job->specs().size(); ++i) {
-      auto a = std::make_unique<Active>(job, i);
-      try {
-        if (!prefill(*a)) {
-          a->result.finish_reason = "length";
-          emit(*a, true);
-        }
-      } catch (const std::exception& e) {
-        job->fail(internal_error(std::string("prefill failed: ") + e.what()));
-        a->finished = true;
-      }
-      active_.push_back(std::move(a));
+void Scheduler::start(const std::shared_ptr<Job>& job, size_t index) {
+  auto a = std::make_unique<Active>(job, index);
+  a->kv_reserved = kv_bytes(*a->spec);
+  kv_reserved_ += a->kv_reserved;
+  kv_peak_reserved_ = std::max<size_t>(kv_peak_reserved_, kv_reserved_);
+  try {
+    if (!prefill(*a)) {
+      a->result.finish_reason = "length";
+      emit(*a, true);
     }
-  incoming.clear();
+  } catch (const std::exception& e) {
+    job->fail(internal_error(std::string("prefill failed: ") + e.what()));
+    a->finished = true;
+  }
+  active_.push_back(std::move(a));
+}
+
+// Waiting requests cancelled or failed: their unstarted sequences are released.
+void Scheduler::drop_abandoned() {
+  auto abandoned = [&](const Waiting& w) {
+    if (!w.job->cancelled() && !w.job->done()) return false;
+    const auto it = live_.find(w.job.get());
+    const size_t unstarted = w.job->specs().size() - w.next;
+    if (it != live_.end() && (it->second -= std::min(it->second, unstarted)) == 0) {
+      live_.erase(it);
+      --in_flight_;
+    }
+    return true;
+  };
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), abandoned), waiting_.end());
+}
+
+// Starts w's next sequence if the round's prefill tokens, the KV budget and
+// the running-sequence cap allow (the round's first start ignores the
+// prefill bound, so a long prompt still runs).
+bool Scheduler::try_start(Waiting& w, int64_t& prompt_tokens) {
+  const SeqSpec& s = w.job->specs()[w.next];
+  if (prompt_tokens > 0 && prompt_tokens + int64_t(s.prompt.size()) > opt_.prefill_tokens_per_round) return false;
+  if (kv_reserved_ + kv_bytes(s) > opt_.kv_budget_bytes || active_.size() >= opt_.max_active_sequences) return false;
+  prompt_tokens += int64_t(s.prompt.size());
+  start(w.job, w.next++);
+  return true;
+}
+
+// One sequence per waiting request in turn, oldest first, until one does
+// not fit (later ones wait too, so a large sequence is not starved).
+void Scheduler::start_sequences() {
+  drop_abandoned();
+  int64_t prompt_tokens = 0;
+  for (bool more = true; more;) {
+    more = false;
+    for (Waiting& w : waiting_) {
+      if (w.next == w.job->specs().size()) continue;
+      if (!try_start(w, prompt_tokens)) {
+        more = false;
+        break;
+      }
+      more = more || w.next < w.job->specs().size();
+    }
+  }
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                [](const Waiting& w) { return w.next == w.job->specs().size(); }),
+                 waiting_.end());
+}
+
+void Scheduler::decode_active() {
+  std::vector<Active*> ready;
+  for (auto& a : active_) {
+    if (a->finished || a->job->cancelled() || a->job->done()) continue;
+    try {
+      if (step(*a))
+        ready.push_back(a.get());
+      else
+        emit(*a, true);
+    } catch (const std::exception& e) {
+      a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
+    }
+  }
+  try {
+    decode_round(ready);
+  } catch (const std::exception& e) {
+    for (Active* a : ready) a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
+  }
+}
+
+void Scheduler::account_kv() {
+  size_t held = 0;
+  for (const auto& a : active_)
+    if (a->cache) held += a->cache->allocated_bytes();
+  kv_allocated_ = held;
+  kv_peak_allocated_ = std::max<size_t>(kv_peak_allocated_, held);
+}
+
+void Scheduler::sweep() {
+  account_kv();
+  auto gone = [](const std::unique_ptr<Active>& a) {
+    return a->finished || a->job->cancelled() || a->job->error().has_value();
+  };
+  for (auto& a : active_)
+    if (gone(a)) release(*a);
+  active_.erase(std::remove_if(active_.begin(), active_.end(), gone), active_.end());
 }
 
 void Scheduler::loop() {
-  std::vector<std::shared_ptr<Job>> incoming;
   for (;;) {
     {
       std::unique_lock lock(m_);
-      cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !active_.empty(); });
+      cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !active_.empty() || !waiting_.empty(); });
       if (stop_) break;
-      incoming.swap(incoming_);
-    }
-    for (auto& job : incoming) live_[job.get()] = job->specs().size();
-    admit(incoming);
-    std::vector<Active*> ready;
-    for (auto& a : active_) {
-      if (a->finished || a->job->cancelled() || a->job->done()) continue;
-      try {
-        if (step(*a))
-          ready.push_back(a.get());
-        else
-          emit(*a, true);
-      } catch (const std::exception& e) {
-        a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
+      for (auto& job : incoming_) {
+        live_[job.get()] = job->specs().size();
+        waiting_.push_back(Waiting{std::move(job), 0});
       }
+      incoming_.clear();
     }
-    try {
-      decode_round(ready);
-    } catch (const std::exception& e) {
-      for (Active* a : ready) a->job->fail(internal_error(std::string("decode failed: ") + e.what()));
-    }
-    auto gone = [](const std::unique_ptr<Active>& a) {
-      return a->finished || a->job->cancelled() || a->job->error().has_value();
-    };
-    for (auto& a : active_)
-      if (gone(a)) release(*a);
-    active_.erase(std::remove_if(active_.begin(), active_.end(), gone), active_.end());
+    start_sequences();
+    decode_active();
+    sweep();
   }
   const ApiError down(503, "the server is shutting down", "server_error", {}, "shutting_down");
   for (auto& a : active_) a->job->fail(down);
+  for (auto& w : waiting_) w.job->fail(down);
   for (auto& j : incoming_) j->fail(down);
   active_.clear();
+  waiting_.clear();
 }
 
 }  // namespace qloom::serve

@@ -1,10 +1,24 @@
 // serve::Scheduler — owns the model and runs every admitted request on one
 // thread. A request (Job) holds one sequence per prompt, each with its own
-// KvCache. Each round the scheduler prefills the sequences that arrived
-// since the last round, then decodes one token for every active sequence.
-// Batching is at the scheduler level: the engine's forward() is called once
-// per sequence per round (no GEMM across sequences; that needs an engine
-// batch API).
+// KvCache, which takes memory as the sequence grows (engine::KvCacheImpl).
+//
+// Admission and fairness. submit() admits up to max_concurrency requests
+// (more: 429) and refuses (400 "kv_cache_budget_exceeded") one whose single
+// sequence could need more KV cache than the whole budget (prompt +
+// max_tokens positions). Admitted requests wait in a queue; each round the
+// scheduler starts waiting sequences — one per request in turn, oldest
+// request first, as many passes as fit — while (a) the prompt tokens started
+// this round stay under prefill_tokens_per_round (at least one sequence
+// starts), (b) the worst-case KV bytes of the running sequences stay within
+// the budget (a sequence that does not fit waits for others to finish), and
+// (c) at most max_active_sequences run. Then it decodes one token for every
+// running sequence. So a request of many prompts is prefilled in bounded
+// chunks between decode steps, and another client's first token waits at
+// most about one such round.
+//
+// Cancellation: Job::cancel() (a client gone) ends the job at once — wait()
+// returns with a 499 "cancelled" error — and the scheduler generates no
+// token for it after the round in progress.
 //
 // Numerics: a sequence that asks for its prompt's log-probabilities runs the
 // prompt minus its last token in one forward from an empty cache, exactly as
@@ -89,7 +103,9 @@ class Job {
   bool done() const;
   std::optional<ApiError> error() const;
   const std::vector<SeqResult>& results() const { return results_; }  // after done() without error
-  void cancel() { cancelled_ = true; }
+  // From any thread: no token is generated for the job after the scheduler's
+  // round in progress; wait() / take() return with a 499 "cancelled" error.
+  void cancel();
   bool cancelled() const { return cancelled_; }
 
   // Scheduler side.
@@ -110,6 +126,10 @@ class Job {
 
 struct SchedulerOptions {
   size_t max_concurrency = 8;          // admitted requests at once; more: 429
+  // Worst-case KV-cache bytes of the running sequences (0: default_kv_budget()).
+  size_t kv_budget_bytes = 0;
+  int64_t prefill_tokens_per_round = 1024;  // prompt tokens started per round (>= 1 sequence)
+  size_t max_active_sequences = 256;         // running sequences at once (vLLM's max_num_seqs)
   std::vector<int32_t> eos_ids;        // tokenizer EOS + config eos_token_id
   // Decode all active sequences' next tokens in one Model::forward_batch
   // pass (each sequence gets the same logits it would alone: see there);
@@ -118,23 +138,51 @@ struct SchedulerOptions {
   bool batch_decode = true;
 };
 
+// Half the memory available now (MemAvailable in /proc/meminfo, else the
+// free physical pages): called after the model is loaded, it leaves the
+// other half to the OS, the HTTP side and the activations.
+size_t default_kv_budget();
+
+// The KV cache's memory, for /health and tests (bytes).
+struct KvStats {
+  size_t budget = 0;         // resolved kv_budget_bytes
+  size_t reserved = 0;       // worst case of the running sequences
+  size_t allocated = 0;      // held by their caches now (after the last round)
+  size_t peak_allocated = 0;
+  size_t peak_reserved = 0;
+};
+
 class Scheduler {
  public:
   Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, const text::Tokenizer& tok,
             SchedulerOptions opt);
   ~Scheduler();  // stops the thread; unfinished jobs fail with 503
 
-  // Admits a request or throws ApiError 429 when max_concurrency are in flight.
+  // Admits a request or throws ApiError 429 when max_concurrency are in
+  // flight, 400 when one of its sequences alone exceeds the KV budget.
   std::shared_ptr<Job> submit(std::vector<SeqSpec> seqs);
   void stop();
 
   size_t in_flight() const { return in_flight_; }
   uint64_t tokens_generated() const { return tokens_generated_; }
+  KvStats kv_stats() const;
+  // Worst-case KV bytes of one sequence (prompt + max_tokens positions).
+  size_t kv_bytes(const SeqSpec& s) const;
 
  private:
   struct Active;
+  struct Waiting {
+    std::shared_ptr<Job> job;
+    size_t next = 0;  // its first sequence not started
+  };
   void loop();
-  void admit(std::vector<std::shared_ptr<Job>>& incoming);
+  void drop_abandoned();
+  void start_sequences();
+  bool try_start(Waiting& w, int64_t& prompt_tokens);
+  void start(const std::shared_ptr<Job>& job, size_t index);
+  void decode_active();
+  void sweep();
+  void account_kv();
   bool prefill(Active& a);
   bool step(Active& a);
   void decode_round(const std::vector<Active*>& ready);
@@ -149,7 +197,10 @@ class Scheduler {
   std::mutex m_;
   std::condition_variable cv_;
   std::vector<std::shared_ptr<Job>> incoming_;
+  std::deque<Waiting> waiting_;                  // scheduler thread only
   std::vector<std::unique_ptr<Active>> active_;
+  std::unique_ptr<engine::KvCache> probe_;       // an empty cache: bytes_for() of a sequence
+  std::atomic<size_t> kv_reserved_{0}, kv_allocated_{0}, kv_peak_allocated_{0}, kv_peak_reserved_{0};
   std::unordered_map<const Job*, size_t> live_;  // unreleased sequences per job (scheduler thread only)
   std::atomic<size_t> in_flight_{0};
   std::atomic<uint64_t> tokens_generated_{0};

@@ -151,7 +151,7 @@ struct Server::Impl {
   int64_t resolve_max_tokens(std::optional<int64_t> given, bool chat, int64_t prompt, const char* param) const;
   SeqSpec base_spec(const GenParams& g) const;
   void check_min_tokens(const SeqSpec& s) const;
-  ResponseHead head(const char* prefix);
+  ResponseHead head(const char* prefix, std::optional<int64_t> seed);
   Json model_card() const;
   void completions(const HttpRequest& req, HttpResponse& res);
   void chat_completions(const HttpRequest& req, HttpResponse& res);
@@ -177,6 +177,7 @@ Server::Impl::Impl(const fs::path& dir, ServerOptions o)
   so.max_concurrency = std::max<size_t>(opt.max_concurrency, 1);
   so.eos_ids = eos_ids(tok, cfg);
   so.batch_decode = lm.runtime.rows_independent;
+  so.kv_budget_bytes = opt.kv_cache_budget_bytes;
   sched = std::make_unique<Scheduler>(*lm.model, &lm.runtime.hooks, tok, so);
   http = std::make_unique<http::HttpServer>(
       transport_options(opt), [this](const HttpRequest& req, HttpResponse& res) { handle(req, res); },
@@ -241,8 +242,8 @@ void Server::Impl::check_min_tokens(const SeqSpec& s) const {
                       "min_tokens");
 }
 
-ResponseHead Server::Impl::head(const char* prefix) {
-  return ResponseHead{std::string(prefix) + "-" + std::to_string(++next_id), int64_t(std::time(nullptr)), name};
+ResponseHead Server::Impl::head(const char* prefix, std::optional<int64_t> seed) {
+  return ResponseHead{std::string(prefix) + "-" + std::to_string(++next_id), int64_t(std::time(nullptr)), name, seed};
 }
 
 Json Server::Impl::model_card() const {
@@ -250,7 +251,7 @@ Json Server::Impl::model_card() const {
 }
 
 void Server::Impl::completions(const HttpRequest& req, HttpResponse& res) {
-  const CompletionRequest r = parse_completion_request(req.body);
+  const CompletionRequest r = parse_completion_request(req.body, opt.max_prompts_per_request);
   check_model(r.model);
   if (r.gen.stream && (r.echo || r.logprobs >= 0))
     throw_bad_request("echo and logprobs are not supported with stream", r.echo ? "echo" : "logprobs");
@@ -268,7 +269,7 @@ void Server::Impl::completions(const HttpRequest& req, HttpResponse& res) {
     specs.push_back(std::move(s));
   }
   std::shared_ptr<Job> job = sched->submit(std::move(specs));
-  const ResponseHead h = head("cmpl");
+  const ResponseHead h = head("cmpl", echoed_seed(r.gen.sampling));
   if (r.gen.stream) return stream(res, job, h, false, r.gen.include_usage);
   await_job(*job, res);
   if (auto e = job->error()) throw *e;
@@ -294,7 +295,7 @@ void Server::Impl::chat_completions(const HttpRequest& req, HttpResponse& res) {
   std::vector<SeqSpec> specs;
   specs.push_back(std::move(s));
   std::shared_ptr<Job> job = sched->submit(std::move(specs));
-  const ResponseHead h = head("chatcmpl");
+  const ResponseHead h = head("chatcmpl", echoed_seed(r.gen.sampling));
   if (r.gen.stream) return stream(res, job, h, true, r.gen.include_usage);
   await_job(*job, res);
   if (auto e = job->error()) throw *e;

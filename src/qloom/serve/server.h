@@ -18,8 +18,12 @@
 // rest of the context capped at max_tokens_limit. Completion string prompts
 // are encoded with the tokenizer's special tokens (BOS), chat prompts
 // (rendered with the model's chat template, add_generation_prompt) without.
-// Not supported (400): n > 1, logprobs or echo together with stream,
-// non-text content parts.
+// A request lists at most max_prompts_per_request prompts; its sequences run
+// within the KV-cache budget (scheduler.h: admission, fair prefill); JSON
+// nests at most kMaxJsonDepth levels (request.h). Every response echoes the
+// sampling seed used ("seed", response.h).
+// Not supported (400): n > 1, best_of > 1, logprobs or echo together with
+// stream, non-text content parts.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,7 @@
 
 #include "qloom/engine/model.h"
 #include "qloom/export/checkpoint_runtime.h"
+#include "qloom/serve/request.h"
 
 namespace qloom::serve {
 
@@ -52,6 +57,11 @@ struct ServerOptions {
   size_t max_headers = 100;
   size_t max_buffered_bytes = size_t(256) << 20;  // request bytes held by all connections being read
   double header_timeout_s = 10, body_timeout_s = 60, keep_alive_timeout_s = 5, write_timeout_s = 30;
+  // KV-cache bytes the running sequences may need at worst (prompt +
+  // max_tokens each); 0: half the memory available once the model is loaded
+  // (serve::default_kv_budget). A sequence over it alone: 400; others wait.
+  size_t kv_cache_budget_bytes = 0;
+  size_t max_prompts_per_request = kDefaultMaxPrompts;  // /v1/completions prompt lists; more: 400
 };
 
 class Server {
