@@ -2,6 +2,7 @@
 // eval, quantize, validate), as a user runs them, on the demo model's GGUF
 // (tests/data/gguf_convert/stories260k.gguf).
 #include <filesystem>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -80,10 +81,11 @@ TEST(ConvertCli, EvalAndQuantizeTakeAGgufAndConvertOnce) {
   const auto v = qloom_cached(t / "cache", {"validate", "--source", kGguf, "--quantized", (t / "q").string(), "--json"});
   ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
   EXPECT_NE(v.err.find("using the converted copy"), std::string::npos) << v.err;
-  // One conversion served all three commands.
+  // One conversion served all three commands (beside it, index/ remembers the file's key).
   size_t entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t / "cache")) ++entries;
+  for (const auto& e : fs::directory_iterator(t / "cache")) entries += e.path().filename() != "index";
   EXPECT_EQ(entries, 1u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(t / "cache/index"), fs::directory_iterator()), 1);
   // The same ppl as the demo model itself: the conversion is exact.
   const auto d = run_qloom({"eval", QLOOM_DEMO_MODEL_DIR, "--task", "ppl", "--dataset", "tinystories",
                             "--seq_len", "64", "--limit", "2"});

@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kDemoGguf = fs::path(QLOOM_TEST_DATA_DIR) / "gguf_convert/stories260k.gguf";
+const fs::path kStoriesGguf = fs::path(QLOOM_TEST_DATA_DIR) / "gguf_convert/stories260k.gguf";
 
 // Sets environment variables for one scope, restoring them after.
 class Env {
@@ -82,7 +82,7 @@ TEST(GgufCache, AnInPlaceEditIsConvertedAfreshEvenWithItsMtimeSetBack) {
   test::TempDir t("gguf-cache-edit");
   Env env;
   env.set("QLOOM_GGUF_CACHE", (t / "cache").c_str());
-  fs::copy_file(kDemoGguf, t / "m.gguf");
+  fs::copy_file(kStoriesGguf, t / "m.gguf");
   const fs::path a = model::resolve_gguf_model(t / "m.gguf");
   const std::string before = test::read_file(a / "model.safetensors");
   edit_a_tensor_in_place(t / "m.gguf");
@@ -96,7 +96,7 @@ TEST(GgufCache, TheWholeFileIsHashedOnlyWhenItsStampChanges) {
   test::TempDir t("gguf-cache-stamp");
   Env env;
   env.set("QLOOM_GGUF_CACHE", (t / "cache").c_str());
-  fs::copy_file(kDemoGguf, t / "m.gguf");
+  fs::copy_file(kStoriesGguf, t / "m.gguf");
   bool whole = false;
   const std::string key = model::gguf_cache_key(t / "m.gguf", &whole);
   EXPECT_TRUE(whole);  // first use
@@ -106,7 +106,7 @@ TEST(GgufCache, TheWholeFileIsHashedOnlyWhenItsStampChanges) {
   fs::permissions(t / "m.gguf", fs::perms::owner_exec, fs::perm_options::add);  // ctime moves, content not
   EXPECT_EQ(model::gguf_cache_key(t / "m.gguf", &whole), key);
   EXPECT_TRUE(whole);
-  fs::copy_file(kDemoGguf, t / "copy.gguf");  // same content elsewhere: same key
+  fs::copy_file(kStoriesGguf, t / "copy.gguf");  // same content elsewhere: same key
   EXPECT_EQ(model::gguf_cache_key(t / "copy.gguf", &whole), key);
   EXPECT_TRUE(whole);
 }
@@ -118,7 +118,7 @@ TEST(GgufCache, TheRootHonoursQloomCacheDir) {
   env.set("QLOOM_CACHE_DIR", (t / "qc").c_str());
   env.set("XDG_CACHE_HOME", (t / "xdg").c_str());
   EXPECT_EQ(model::gguf_cache_root(), t / "qc" / "gguf");
-  const fs::path a = model::resolve_gguf_model(kDemoGguf);
+  const fs::path a = model::resolve_gguf_model(kStoriesGguf);
   EXPECT_EQ(a.parent_path().parent_path(), t / "qc" / "gguf");
   env.set("QLOOM_GGUF_CACHE", (t / "g").c_str());
   EXPECT_EQ(model::gguf_cache_root(), t / "g");
