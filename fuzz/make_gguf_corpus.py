@@ -100,6 +100,11 @@ SEEDS = {
                          ("q5", [256], 13), ("q6", [256], 14)]),
     "valid_4d": gguf([], [("t", [32, 1, 2, 1], 8)]),
     "valid_undecodable": gguf([], [("q81", [32], 9), ("mx", [32], 39)]),
+    # header-valid, refused later by the metadata checks (model/gguf_counts.h, get_string)
+    "valid_absurd_block_count": gguf([kv("general.architecture", STR, "llama"),
+                                      kv("llama.block_count", U32, (1 << 31) - 1)],
+                                     [("blk.0.attn_norm.weight", [4], 0)]),
+    "valid_non_utf8_architecture": gguf([kv("general.architecture", STR, b"lla\xffma")]),
     # --- invalid ---
     "bad_magic": gguf(magic=b"GGML"),
     "bad_version1": gguf(version=1),

@@ -2,6 +2,7 @@
 // eval, quantize, validate), as a user runs them, on the demo model's GGUF
 // (tests/data/gguf_convert/stories260k.gguf).
 #include <filesystem>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -80,15 +81,47 @@ TEST(ConvertCli, EvalAndQuantizeTakeAGgufAndConvertOnce) {
   const auto v = qloom_cached(t / "cache", {"validate", "--source", kGguf, "--quantized", (t / "q").string(), "--json"});
   ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
   EXPECT_NE(v.err.find("using the converted copy"), std::string::npos) << v.err;
-  // One conversion served all three commands.
+  // One conversion served all three commands (beside it, index/ remembers the file's key).
   size_t entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t / "cache")) ++entries;
+  for (const auto& e : fs::directory_iterator(t / "cache")) entries += e.path().filename() != "index";
   EXPECT_EQ(entries, 1u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(t / "cache/index"), fs::directory_iterator()), 1);
   // The same ppl as the demo model itself: the conversion is exact.
   const auto d = run_qloom({"eval", QLOOM_DEMO_MODEL_DIR, "--task", "ppl", "--dataset", "tinystories",
                             "--seq_len", "64", "--limit", "2"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_EQ(e.out.substr(0, e.out.find('\n')), d.out.substr(0, d.out.find('\n')));
+}
+
+// The demo GGUF with the bytes after `key`'s value type (its value) replaced
+// by `value`, written to t/`name` (issue 30: hand-edited metadata).
+void patch_gguf_value(const std::string& key, const std::string& value, const test::TempDir& t,
+                      const std::string& name) {
+  std::string bytes = test::read_file(kGguf);
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos) << key;
+  bytes.replace(at + key.size() + 4, value.size(), value);
+  t.write(name, bytes);
+}
+
+TEST(ConvertCli, AnAbsurdCountOrABrokenArchitectureExits2NamingTheKey) {
+  test::TempDir t("conv-cli-hostile");
+  // block_count (uint32) 2^31-1; the architecture's string "llama" with an invalid first byte
+  // (its 8-byte length comes first).
+  patch_gguf_value("llama.block_count", std::string("\xff\xff\xff\x7f", 4), t, "blocks.gguf");
+  patch_gguf_value("general.architecture", std::string("\x05\0\0\0\0\0\0\0\xffl", 10), t, "arch.gguf");
+  const std::pair<const char*, const char*> cases[] = {
+      {"blocks.gguf", "llama.block_count: is 2147483647 but the file holds tensors for 5 block(s)"},
+      {"arch.gguf", "general.architecture: metadata string is not valid UTF-8"}};
+  for (const auto& [file, why] : cases)
+    for (const auto& args : {std::vector<std::string>{"inspect", (t / file).string()},
+                             std::vector<std::string>{"convert", (t / file).string(), "--output_dir",
+                                                      (t / "out").string()}}) {
+      const auto r = qloom_cached(t / "cache", args);
+      EXPECT_EQ(r.exit_code, 2) << args[0] << " " << file << ": " << r.out << r.err;
+      EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(t / "out"));
+    }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // org/name` fetches the rest once, then runs from the cache (server up, server
 // down, HF_HUB_OFFLINE=1); failures exit 2 with the hub's reason.
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,31 @@ TEST_F(HubCliTest, HubFailuresExit2WithTheReason) {
   r = qloom(srv.endpoint(), {"inspect", "demo/nope"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
+}
+
+// A hostile hub (issue 30): a commit id that is a path, or a listed file name
+// with '..', exits 2 naming it, and nothing outside the cache is created or
+// replaced (tmp_/victim is where snapshots/<commit> would land).
+TEST_F(HubCliTest, AHostileHubCannotWriteOutsideTheCache) {
+  const fs::path victim = tmp_.write("victim/config.json", "precious");
+  {
+    HubTestServer srv({"--commit", "../../../victim"});
+    for (const auto& args : {std::vector<std::string>{"inspect", "demo/stories"}, quantize_args("q")}) {
+      const auto r = qloom(srv.endpoint(), args);
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_NE(r.err.find("'../../../victim' is not a 40-hex-digit commit hash"), std::string::npos) << r.err;
+    }
+  }
+  {
+    HubTestServer srv({"--extra", "demo/stories:../../../victim/config.json=5"});
+    const auto r = qloom(srv.endpoint(), quantize_args("q"));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("'../../../victim/config.json' has a '..' component"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::is_symlink(victim));
+  EXPECT_EQ(test::read_file(victim), "precious");
+  EXPECT_FALSE(fs::exists(tmp_ / "q"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp_ / "victim"), fs::directory_iterator()), 1);
 }
 
 }  // namespace

@@ -418,6 +418,24 @@ TEST_F(GgufFileTest, GetterErrorsNameTheKey) {
   EXPECT_EQ(f.get_int_array("t.i64s"), (std::vector<int64_t>{-1}));
 }
 
+// A string value that is not UTF-8 is an error naming the key when read as a
+// string (it used to come back as raw bytes: `inspect` printed it, exit 0).
+TEST(GgufFileStrings, InvalidUtf8IsAnErrorNamingTheKey) {
+  qloom::test::TempDir dir("gguf-utf8");
+  GgufBuilder b;
+  b.kv_string("general.architecture", "lla\xffma");
+  b.kv_string("general.name", "caf\xC3");  // cut mid-character
+  b.kv_string("general.ok", "caf\xC3\xA9");
+  const GgufFile f = GgufFile::open(dir.write("m.gguf", b.build()));
+  for (const char* key : {"general.architecture", "general.name"}) {
+    const Error e = catch_error([&] { f.get_string_opt(key); });
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    EXPECT_EQ(e.item(), key);
+    EXPECT_NE(e.message().find("not valid UTF-8"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(f.get_string("general.ok"), "caf\xC3\xA9");
+}
+
 TEST_F(GgufFileTest, TensorBytesAreTheDataSection) {
   const GgufFile& f = *file_;
   const GgufTensorInfo* b = f.find_tensor("b");

@@ -409,9 +409,41 @@ TEST(HubResolve, ALocalDirectoryAlwaysWins) {
   const fs::path old = fs::current_path();
   fs::current_path(t.path());
   EXPECT_EQ(io::resolve_model_path("demo/stories"), fs::path("demo/stories"));
-  EXPECT_EQ(io::resolve_model_path("./not-an-id"), fs::path("./not-an-id"));
-  EXPECT_EQ(io::resolve_model_path("/no/such/dir"), fs::path("/no/such/dir"));
   fs::current_path(old);
+}
+
+// A missing path is reported as one, never sent to the hub as an id.
+TEST_F(HubServerTest, AMissingLocalPathSaysNoSuchDirectoryAndAsksNoHub) {
+  HubTestServer srv;
+  EnvGuard env;
+  env.set("HF_ENDPOINT", srv.endpoint().c_str());
+  env.set("HF_HUB_CACHE", (cache_ / "hub").c_str());
+  env.set("HF_HUB_OFFLINE", nullptr);
+  cache_.mkdir("work/models");
+  const fs::path old = fs::current_path();
+  fs::current_path(cache_ / "work");
+  for (const std::string spec : std::vector<std::string>{"./no/such/dir", "/tmp/qloom-missing-x9", "~/no-such-model", "models/x",
+                                 "a/b/c", "../up/x", ".hidden/x", "models/x@main", "./x.gguf"}) {
+    try {
+      io::resolve_model_path(spec);
+      ADD_FAILURE() << spec << ": no error";
+    } catch (const io::HubError& e) {
+      ADD_FAILURE() << spec << ": a hub error: " << e.what();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kNotFound) << spec;
+      const bool gguf = spec.find(".gguf") != std::string::npos;
+      EXPECT_EQ(e.message(), (gguf ? "no such file: " : "no such directory: ") + spec);
+    }
+  }
+  EXPECT_TRUE(srv.requests().empty());
+  // A genuine org/name still goes to the hub (no local ./demo here).
+  EXPECT_EQ(io::resolve_model_path("demo/stories").filename().string().size(), 40u);
+  EXPECT_FALSE(srv.requests().empty());
+  const auto e = catch_hub_error([] { io::resolve_model_path("demo/nope"); });
+  EXPECT_EQ(e.failure(), HubFailure::kRepoNotFound);
+  fs::current_path(old);
+  EXPECT_TRUE(io::looks_like_local_path("./x"));
+  EXPECT_FALSE(io::looks_like_local_path("Qwen/Qwen2.5-0.5B@refs/pr/1"));
 }
 
 }  // namespace

@@ -24,6 +24,15 @@ Fault injection: --token (401 without "Authorization: Bearer TOKEN"),
 bodies are cut after N bytes), --corrupt FILE (one byte flipped on the CDN),
 --log PATH (one JSON line per request: method, path, range, and name: the
 repo file a resolve or CDN request is for).
+
+Hostile modes (a server qloom must not trust): --commit VALUE (the listing's
+sha and X-Repo-Commit say VALUE, e.g. "../../victim"; VALUE is also accepted
+as a revision), --lie FILE=MODE for the size of FILE: "huge" (headers
+announce 10^12 bytes, the body never ends), "endless" (true headers, a
+body without Content-Length that never ends), "nolength" (no size in any
+header, a body that never ends), "listed" (the listing says 1000 bytes more
+than the headers). Hostile names need no mode: --extra org/name:../x=5 lists
+a file named "../x".
 """
 import argparse
 import hashlib
@@ -86,6 +95,10 @@ class State:
             repo_id, _, name = left.partition(":")
             self.repos.setdefault(repo_id, []).append(RepoFile(name, synthetic(int(size))))
         self.repos = {k: Repo(k, v) for k, v in self.repos.items()}
+        if args.commit:
+            for r in self.repos.values():
+                r.commit = args.commit
+        self.lies = dict(spec.split("=", 1) for spec in args.lie)
         self.by_sha = {f.sha256: f for r in self.repos.values() for f in r.files.values() if f.lfs}
         self.args = args
         self.drops_left = args.drop_count
@@ -179,9 +192,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "revision":
             sib = []
             for f in sorted(repo.files.values(), key=lambda f: f.name):
-                e = {"rfilename": f.name, "size": f.size, "blobId": f.pointer_sha1 if f.lfs else f.git_sha1}
+                size = f.size + (1000 if self.server.state.lies.get(f.name) == "listed" else 0)
+                e = {"rfilename": f.name, "size": size, "blobId": f.pointer_sha1 if f.lfs else f.git_sha1}
                 if f.lfs:
-                    e["lfs"] = {"sha256": f.sha256, "size": f.size, "pointerSize": f.pointer_size}
+                    e["lfs"] = {"sha256": f.sha256, "size": size, "pointerSize": f.pointer_size}
                 sib.append(e)
             body = {"_id": "x", "id": repo.repo_id, "modelId": repo.repo_id, "sha": repo.commit,
                     "private": False, "gated": False, "disabled": False, "siblings": sib}
@@ -195,17 +209,49 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 body.append(e)
         self.send(200, {"Content-Type": "application/json"}, json.dumps(body).encode(), head)
 
+    def lying(self, status, headers, data, mode, head):
+        """Answers with `mode`'s lie about the size of `data` (see --lie)."""
+        self.send_response(status)
+        for k, v in headers.items():
+            if mode == "nolength" and k == "X-Linked-Size":
+                continue
+            self.send_header(k, "1000000000000" if mode == "huge" and k == "X-Linked-Size" else v)
+        if mode == "huge":
+            self.send_header("Content-Length", "1000000000000")
+        elif mode == "endless" and head:
+            self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        if head:
+            return
+        chunk, sent = data + synthetic(1 << 20), 0
+        try:
+            while sent < (4 << 30):  # "never" ends: 4 GiB at most
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+
     def resolve(self, repo, name, head):
         f = repo.files.get(name)
         common = {"X-Repo-Commit": repo.commit, "Accept-Ranges": "bytes"}
         if f is None:
             return self.error(404, "EntryNotFound", "Entry not found", common, head)
+        mode = self.server.state.lies.get(name)
+        if mode in ("huge", "endless", "nolength") and not f.lfs:
+            common.update({"ETag": '"%s"' % f.git_sha1, "Content-Type": "application/octet-stream"})
+            return self.lying(200, common, f.data, mode, head)
         if f.lfs:
             host = self.server.state.args.cdn_host
             loc = "http://%s:%d/cdn/%s?name=%s" % (host, self.server.server_port, f.sha256,
                                                     urllib.parse.quote(name))
             common.update({"Location": loc, "ETag": '"%s"' % f.pointer_sha1,
                            "X-Linked-Etag": '"%s"' % f.sha256, "X-Linked-Size": str(f.size)})
+            if mode == "huge":
+                common["X-Linked-Size"] = "1000000000000"
+            elif mode == "nolength":
+                del common["X-Linked-Size"]
             return self.send(302, common, b"", head)
         common.update({"ETag": '"%s"' % f.git_sha1, "Content-Type": "application/octet-stream"})
         self.send(200, common, f.data, head)
@@ -220,6 +266,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = bytearray(data)
             data[len(data) // 2] ^= 0xFF
             data = bytes(data)
+        mode = st.lies.get(f.name)
+        if mode in ("huge", "endless", "nolength"):
+            return self.lying(200, {"ETag": '"%s"' % f.sha256}, data, mode, head)
         start, status = 0, 200
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes=") and rng.endswith("-"):
@@ -269,6 +318,8 @@ def main():
     ap.add_argument("--drop-count", type=int, default=0)
     ap.add_argument("--corrupt", default="")
     ap.add_argument("--log", default="")
+    ap.add_argument("--commit", default="", help="the commit id the server claims (hostile)")
+    ap.add_argument("--lie", action="append", default=[], help="FILE=huge|endless|nolength|listed")
     args = ap.parse_args()
     srv = Server(("127.0.0.1", args.port), Handler)
     srv.state = State(args)

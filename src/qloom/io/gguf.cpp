@@ -10,6 +10,7 @@
 
 #include "qloom/core/strings.h"
 #include "qloom/core/error.h"
+#include "qloom/io/json_read.h"
 
 namespace qloom::io {
 namespace {
@@ -216,6 +217,12 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 std::string GgufFile::get_string(std::string_view key) const {
   const GgufValue& v = impl_->need(key);
   if (v.type != GgufValueType::kString) impl_->wrong_type(key, v, "a string");
+  size_t bad = 0;
+  if (!is_valid_utf8(v.s, &bad))
+    throw_invalid(impl_->file(), std::string(key),
+                  "metadata string is not valid UTF-8 (bad byte at offset " + std::to_string(bad) + " of " +
+                      std::to_string(v.s.size()) + ")",
+                  "the file is corrupt or was written by a faulty converter; re-convert it with a current llama.cpp");
   return v.s;
 }
 uint64_t GgufFile::get_uint(std::string_view key) const { return impl_->as_uint(key, impl_->need(key)); }

@@ -167,6 +167,8 @@ class GgufFile {
   // throw kNotFound (absent) or kInvalidInput (wrong type, out of range)
   // naming the key and the file; the *_or variants return the fallback only
   // when the key is absent (a present key of the wrong type still throws).
+  // get_string (and get_string_opt) also throw kInvalidInput naming the key
+  // when the value is not valid UTF-8.
   const GgufValue* find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
   std::string get_string(std::string_view key) const;

@@ -68,7 +68,8 @@ void check_free_space(const fs::path& dir, uint64_t need, const HubId& id) {
 fs::path online_config(const HubId& id, const HubSettings& s, const HubCache& cache,
                        HubProgress& progress) {
   HttpClient http(s.token, HttpClient::host_of(s.endpoint));
-  const HubFileMeta meta = fetch_file_meta(http, s, id, id.revision, "config.json");
+  HubFileMeta meta = fetch_file_meta(http, s, id, id.revision, "config.json");
+  settle_hub_file_size(meta, std::nullopt, id);
   std::error_code ec;
   if (!fs::exists(cache.blob(meta.etag), ec)) progress.begin(id.display(), 1, meta.size.value_or(0));
   fetch_blob(http, s, id, cache, meta, progress, {});
@@ -90,15 +91,16 @@ fs::path online_model(const HubId& id, const HubSettings& s, const HubCache& cac
     throw HubError(HubFailure::kFileNotFound, id.display(), "config.json",
                    "the repo has no config.json: not a transformers model",
                    "check the id; qloom quantizes HuggingFace transformers checkpoints");
-  std::vector<std::string> todo;
+  std::vector<const HubRepoFile*> todo;
   for (const auto& f : listing.files)
     if ((o.all_files || wanted_for_quantization(f.name, f.size)) && !cache.has_file(commit, f.name))
-      todo.push_back(f.name);
+      todo.push_back(&f);
 
   std::vector<HubFileMeta> metas(todo.size());
   parallel_for(todo.size(), o.parallel, s, [&](HttpClient& http, size_t i, const auto&) {
-    metas[i] = fetch_file_meta(http, s, id, commit, todo[i]);
+    metas[i] = fetch_file_meta(http, s, id, commit, todo[i]->name);
     metas[i].commit = commit;
+    settle_hub_file_size(metas[i], todo[i]->size, id);
   });
   uint64_t need = 0, total = 0;
   size_t to_fetch = 0;
@@ -169,9 +171,26 @@ fs::path resolve_hub_model(const HubId& id, const HubSettings& s, const HubResol
   }
 }
 
+bool looks_like_local_path(const std::string& spec) {
+  if (spec.empty()) return false;
+  if (spec[0] == '/' || spec[0] == '.' || spec[0] == '~') return true;
+  const std::string repo = spec.substr(0, spec.find('@'));
+  const size_t slash = repo.find('/');
+  if (slash != std::string::npos && repo.find('/', slash + 1) != std::string::npos) return true;
+  std::error_code ec;
+  return slash != std::string::npos && fs::exists(repo.substr(0, slash), ec);
+}
+
 fs::path resolve_model_path(const std::string& spec, const HubResolveOptions& o) {
   std::error_code ec;
   if (spec.empty() || fs::exists(spec, ec)) return spec;
+  if (looks_like_local_path(spec)) {
+    const bool file = spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".gguf") == 0;
+    throw Error(ErrorKind::kNotFound, spec, "",
+                cat({file ? "no such file: " : "no such directory: ", spec}),
+                "check the path; a Hugging Face model id is org/name[@revision], without a leading '/', "
+                "'.' or '~', and is looked up on the hub only when no local folder of its first part exists");
+  }
   const auto id = parse_hub_id(spec);
   if (!id) return spec;
   try {

@@ -28,7 +28,14 @@ struct HubResolveOptions {
   bool all_files = false;       // every file of the repo, pickles and subfolders too
 };
 
+// True when `spec` reads as a local path rather than a hub id: it starts
+// with '/', '.' or '~', or (before any '@') has more than one '/', or its
+// first component exists on disk (`models/x` where ./models exists).
+bool looks_like_local_path(const std::string& spec);
+
 // A local path always wins: when `spec` exists on disk it is returned as is.
+// A missing path that looks_like_local_path() throws Error(kNotFound) "no
+// such directory: <spec>" (".gguf": "no such file") and never asks the hub.
 // Otherwise, when it parses as a hub id (hub_id.h), the snapshot folder for it
 // (resolve_hub_model with the environment's settings); otherwise `spec`
 // unchanged, for the caller to report as a missing directory. Hub errors that

@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qloom/core/format.h"
 #include "qloom/io/hub_error.h"
+#include "qloom/io/hub_names.h"
+#include "qloom/io/model_dir.h"
 #include "qloom/io/hub_strings.h"
 
 namespace qloom::io {
@@ -24,7 +27,41 @@ std::string token_remedy(const HubSettings& s) {
   return r;
 }
 
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+[[noreturn]] void bad_size(const HubId& id, const std::string& file, const std::string& why) {
+  throw HubError(HubFailure::kBadResponse, id.display(), file, why,
+                 "check HF_ENDPOINT (and any proxy in between); nothing was downloaded");
+}
+
 }  // namespace
+
+bool is_hub_text_file(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  const std::string base = slash == std::string::npos ? name : name.substr(slash + 1);
+  for (const char* s : {".json", ".jinja", ".txt", ".md", ".yaml", ".yml"})
+    if (ends_with(base, s)) return true;
+  return is_tokenizer_file(base);
+}
+
+void settle_hub_file_size(HubFileMeta& m, std::optional<uint64_t> listed, const HubId& id) {
+  for (const auto& size : {m.size, listed})
+    if (is_hub_text_file(m.name) && size && *size > kMaxHubTextFileBytes)
+      bad_size(id, m.name,
+               cat({"the server announces ", std::to_string(*size), " bytes (", format_bytes(*size),
+                    ") for a text file; the limit is ", format_bytes(kMaxHubTextFileBytes)}));
+  if (listed && m.size && *m.size != *listed)
+    bad_size(id, m.name,
+             cat({"the repo listing gives ", std::to_string(*listed), " bytes but the file's headers announce ",
+                  std::to_string(*m.size)}));
+  if (listed) m.size = listed;
+  if (!m.size && !is_hub_text_file(m.name))
+    bad_size(id, m.name, "neither the repo listing nor the file's headers give its size");
+}
+
+uint64_t hub_download_limit(const HubFileMeta& m) { return m.size.value_or(kMaxHubTextFileBytes); }
 
 std::string normalize_etag(const std::string& etag) {
   std::string e = etag;
@@ -118,6 +155,8 @@ HubListing fetch_listing(HttpClient& http, const HubSettings& s, const HubId& id
   if (out.commit.empty())
     throw HubError(HubFailure::kBadResponse, url, "sha", "the repo listing names no commit",
                    "check that HF_ENDPOINT points at a Hugging Face Hub");
+  check_hub_commit(out.commit, url, "sha");
+  for (const auto& f : out.files) check_hub_file_name(f.name, url);
   return out;
 }
 
@@ -142,9 +181,9 @@ HubFileMeta fetch_file_meta(HttpClient& http, const HubSettings& s, const HubId&
     throw HubError(HubFailure::kBadResponse, url, file,
                    "the answer has no X-Repo-Commit header: not a Hugging Face Hub endpoint",
                    "check HF_ENDPOINT (and any proxy in between)");
-  if (m.etag.empty() || m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
-    throw HubError(HubFailure::kBadResponse, url, file, "the answer has no usable ETag",
-                   "check HF_ENDPOINT (and any proxy in between)");
+  check_hub_commit(m.commit, url, "X-Repo-Commit");
+  check_hub_etag(m.etag, url, file);
+  if (redirect) check_hub_location(m.url, url, file);
   return m;
 }
 

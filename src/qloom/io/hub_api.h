@@ -38,6 +38,26 @@ struct HubFileMeta {
   std::string url;                 // where to GET the bytes (redirect target for LFS)
 };
 
+// The most bytes qloom downloads for a hub text file (configs, tokenizer
+// files, indexes, chat templates, READMEs: is_hub_text_file), whatever the
+// server announces; bigger announcements are refused before any byte is read.
+inline constexpr uint64_t kMaxHubTextFileBytes = 64ull << 20;
+
+// JSON, Jinja, text, Markdown and YAML files and tokenizer files.
+bool is_hub_text_file(const std::string& name);
+
+// Settles the size a download of `m` may write, before it starts: the
+// listing's size (`listed`) when the listing gives one (the headers must
+// agree with it), else the headers'. A text file announced bigger than
+// kMaxHubTextFileBytes, or a listing and headers that disagree, or a weight
+// file with no size from either, is HubError(kBadResponse) naming the file
+// and the size.
+void settle_hub_file_size(HubFileMeta& m, std::optional<uint64_t> listed, const HubId& id);
+
+// The most bytes a download of `m` may write: its size when known, else
+// kMaxHubTextFileBytes.
+uint64_t hub_download_limit(const HubFileMeta& m);
+
 // Throws HubError (see hub_error.h for the reasons) on any failure.
 HubListing fetch_listing(HttpClient& http, const HubSettings& s, const HubId& id);
 HubFileMeta fetch_file_meta(HttpClient& http, const HubSettings& s, const HubId& id,

@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/hub_error.h"
+#include "qloom/io/hub_names.h"
 
 namespace qloom::io {
 namespace fs = std::filesystem;
@@ -42,6 +44,21 @@ fs::path temp_beside(const fs::path& p) {
   name += '-';
   name += std::to_string(counter++);
   return p.parent_path() / name;
+}
+
+// Throws when a folder between the snapshot and `file` is a symlink: the
+// link would then land wherever that symlink points.
+void check_no_symlinked_parent(const fs::path& snapshot, const std::string& file) {
+  std::error_code ec;
+  fs::path p = snapshot;
+  const fs::path rel(file);
+  for (auto it = rel.begin(); it != rel.end() && std::next(it) != rel.end(); ++it) {
+    p /= *it;
+    if (fs::is_symlink(p, ec))
+      throw HubError(HubFailure::kCacheWrite, p.string(), file,
+                     "a folder of the snapshot is a symlink: the file would land outside the snapshot",
+                     "remove " + snapshot.string() + " and run the command again");
+  }
 }
 
 }  // namespace
@@ -77,12 +94,13 @@ std::optional<std::string> HubCache::cached_commit(const std::string& revision) 
   std::string commit = ss.str();
   while (!commit.empty() && (commit.back() == '\n' || commit.back() == '\r' || commit.back() == ' '))
     commit.pop_back();
-  if (commit.empty()) return std::nullopt;
+  if (!is_commit_hash(commit)) return std::nullopt;  // not ours, or tampered with: ask the hub again
   return commit;
 }
 
 void HubCache::write_ref(const std::string& revision, const std::string& commit) const {
   if (revision == commit) return;
+  check_hub_commit(commit, repo_dir_.string(), "commit");
   if (cached_commit(revision) == commit && !is_commit_hash(revision)) return;
   const fs::path p = ref_file(revision);
   make_dirs(p.parent_path());
@@ -111,7 +129,11 @@ bool HubCache::has_file(const std::string& commit, const std::string& file) cons
 }
 
 void HubCache::link(const std::string& commit, const std::string& file, const std::string& etag) const {
+  check_hub_commit(commit, repo_dir_.string(), "commit");
+  check_hub_file_name(file, repo_dir_.string());
+  check_hub_etag(etag, repo_dir_.string(), file);
   const fs::path dst = snapshot(commit) / file;
+  check_no_symlinked_parent(snapshot(commit), file);
   make_dirs(dst.parent_path());
   std::string target;
   for (size_t n = std::count(file.begin(), file.end(), '/') + 2; n > 0; --n) target += "../";

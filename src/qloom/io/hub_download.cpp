@@ -107,6 +107,18 @@ bool hash_prefix(int fd, uint64_t n, Verifier& v) {
   return true;
 }
 
+// The server sent more than it announced (or, with no size announced, more
+// than kMaxHubTextFileBytes): the bytes are discarded.
+[[noreturn]] void too_many_bytes(const fs::path& part, const HubId& id, const HubFileMeta& meta) {
+  ::unlink(part.c_str());
+  const uint64_t limit = hub_download_limit(meta);
+  const std::string bound = meta.size ? cat({"the ", std::to_string(limit), " bytes announced"})
+                                      : cat({"the ", format_bytes(limit), " limit for a text file of unknown size"});
+  throw HubError(HubFailure::kBadResponse, id.display(), meta.name,
+                 cat({"the server sent more than ", bound, "; the download was discarded"}),
+                 "check HF_ENDPOINT (and any proxy in between); run the command again");
+}
+
 }  // namespace
 
 uint64_t incomplete_bytes(const HubCache& cache, const std::string& etag) {
@@ -128,13 +140,15 @@ bool fetch_blob(HttpClient& http, const HubSettings& s, const HubId& id, const H
       if (::fstat(fd.get(), &st) != 0) write_failure(part, meta.name, errno);
       uint64_t offset = static_cast<uint64_t>(st.st_size);
       Verifier verify(meta.etag, meta.size);
-      if ((meta.size && offset > *meta.size) || !hash_prefix(fd.get(), offset, verify)) {
+      if (offset > hub_download_limit(meta) || !hash_prefix(fd.get(), offset, verify)) {
         if (::ftruncate(fd.get(), 0) != 0) write_failure(part, meta.name, errno);
         offset = 0;
         verify.reset();
       }
       progress.start(meta.name, meta.size.value_or(0), offset);
+      const uint64_t limit = hub_download_limit(meta);
       int write_errno = 0;
+      bool overflow = false;
       for (int attempt = 0;; ++attempt) {
         if (meta.size && offset == *meta.size && offset > 0) break;
         const uint64_t before = offset;
@@ -148,6 +162,7 @@ bool fetch_blob(HttpClient& http, const HubSettings& s, const HubId& id, const H
           return true;
         };
         const BodySink sink = [&](const char* p, size_t n) {
+          if (n > limit - offset) return overflow = true, false;  // never more than announced
           size_t done = 0;
           while (done < n) {
             const ssize_t w = ::pwrite(fd.get(), p + done, n - done, static_cast<off_t>(offset + done));
@@ -165,6 +180,7 @@ bool fetch_blob(HttpClient& http, const HubSettings& s, const HubId& id, const H
         };
         const HttpResult r = http.download(meta.url, offset, on_start, sink, cancel);
         if (write_errno) write_failure(part, meta.name, write_errno);
+        if (overflow) too_many_bytes(part, id, meta);
         if (cancel && cancel()) {
           if (offset == 0) ::unlink(part.c_str());  // nothing worth resuming
           return false;

@@ -6,6 +6,7 @@
 
 #include "qloom/core/error.h"
 #include "qloom/io/gguf.h"
+#include "qloom/model/gguf_counts.h"
 
 namespace qloom::model {
 namespace {
@@ -214,6 +215,10 @@ GgufModelInfo read_gguf_model_info(const io::GgufFile& file, const std::string& 
   info.hf_class = hf_class(info.model_type);
   info.permute_qk = m.arch() == "llama";
   check_known_keys(m);
+  if (file.tensors().empty())
+    throw_invalid(m.file(), "tensor_count", "the file holds no tensors (a vocabulary-only GGUF): nothing to convert",
+                  "pass a GGUF with the model's weights");
+  check_gguf_counts(file);
   info.layers = m.size("block_count");
   info.hidden = m.size("embedding_length");
   info.intermediate = m.uniform_size("feed_forward_length");

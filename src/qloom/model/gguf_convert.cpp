@@ -1,10 +1,7 @@
 #include "qloom/model/gguf_convert.h"
 
-#include <openssl/evp.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <ostream>
 
@@ -21,9 +18,6 @@
 namespace qloom::model {
 namespace fs = std::filesystem;
 namespace {
-
-// Bumped whenever the converted output would change: part of the cache key.
-constexpr const char* kConverterVersion = "qloom-gguf-convert-1";
 
 void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary);
@@ -74,28 +68,6 @@ void write_tensor(const io::GgufFile& f, const GgufTensorPlan& p, DType dtype, i
   std::vector<uint16_t> b(v.size());
   f32_to_bf16(v.data(), b.data(), v.size());
   w.write(p.hf_name, std::as_bytes(std::span<const uint16_t>(b)));
-}
-
-std::string hex(const unsigned char* d, unsigned n) {
-  static const char* k = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < n; ++i) s += k[d[i] >> 4], s += k[d[i] & 15];
-  return s;
-}
-
-// sha256 of the header bytes, the file size and the converter version.
-std::string cache_key(const io::GgufFile& f) {
-  const auto all = f.mapped().bytes();
-  const std::string tail = std::to_string(all.size()) + "\n" + kConverterVersion;
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned n = 0;
-  const bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) &&
-                  EVP_DigestUpdate(ctx, all.data(), f.header().data_offset) &&
-                  EVP_DigestUpdate(ctx, tail.data(), tail.size()) && EVP_DigestFinal_ex(ctx, d, &n);
-  EVP_MD_CTX_free(ctx);
-  if (!ok) throw Error(ErrorKind::kInternal, f.path().string(), "", "sha256 failed");
-  return hex(d, n);
 }
 
 }  // namespace
@@ -149,43 +121,6 @@ GgufConvertSummary convert_gguf(const fs::path& gguf, const fs::path& output_dir
   out.commit();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
-}
-
-fs::path gguf_cache_root() {
-  if (const char* c = std::getenv("QLOOM_GGUF_CACHE"); c && *c) return c;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "qloom" / "gguf";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "qloom" / "gguf";
-  throw Error(ErrorKind::kUsage, "", "HOME", "no cache directory: HOME and XDG_CACHE_HOME are unset",
-              "set QLOOM_GGUF_CACHE (or XDG_CACHE_HOME) to a writable directory");
-}
-
-fs::path resolve_gguf_model(const fs::path& gguf, std::ostream* log) {
-  std::string key;
-  {
-    const io::GgufFile f = io::GgufFile::open(gguf);
-    key = cache_key(f);
-  }
-  const fs::path dir = gguf_cache_root() / key / "model";
-  std::error_code ec;
-  if (fs::is_regular_file(dir / "config.json", ec)) {
-    if (log) *log << "qloom: using the converted copy of " << gguf.string() << " at " << dir.string() << "\n";
-    return dir;
-  }
-  if (log) *log << "qloom: converting " << gguf.string() << " to a HuggingFace bf16 copy at " << dir.string() << "\n";
-  GgufConvertOptions o;
-  if (log)
-    o.progress = [log](const GgufConvertProgress& p) {
-      if (p.index == p.total || p.index % 50 == 0)
-        *log << "  [" << p.index << "/" << p.total << "] " << p.hf_name << "\n";
-    };
-  try {
-    convert_gguf(gguf, dir, o);
-  } catch (const Error& e) {
-    // Another process may have published the same conversion meanwhile.
-    if (fs::is_regular_file(dir / "config.json", ec)) return dir;
-    throw;
-  }
-  return dir;
 }
 
 }  // namespace qloom::model

@@ -54,13 +54,20 @@ bool is_gguf_file(const std::filesystem::path& p);
 // config.json of a GGUF built in memory from its metadata (no tensor data read).
 nlohmann::json gguf_config_json(const std::filesystem::path& gguf);
 
-// The cache root: $QLOOM_GGUF_CACHE, else $XDG_CACHE_HOME/qloom/gguf, else
-// $HOME/.cache/qloom/gguf.
+// The cache root: $QLOOM_GGUF_CACHE, else $QLOOM_CACHE_DIR/gguf, else
+// $XDG_CACHE_HOME/qloom/gguf, else $HOME/.cache/qloom/gguf ("~/" expanded).
 std::filesystem::path gguf_cache_root();
 
-// The converted (bf16) copy of `gguf` under gguf_cache_root()/<key>/model,
-// where key = sha256 of the file's header bytes and its size: converted on the
-// first call (atomically; progress lines on `log` when given), reused after.
+// The cache key of `gguf`: the sha256 of its whole content and the converter
+// version. Remembered per path with the file's size, mtime, ctime, inode,
+// device and a sampled hash (gguf_cache.cpp); when all still match, the
+// remembered key is returned without reading the whole file, else the file
+// is hashed again (*hashed_whole_file says which, when given).
+std::string gguf_cache_key(const std::filesystem::path& gguf, bool* hashed_whole_file = nullptr);
+
+// The converted (bf16) copy of `gguf` under gguf_cache_root()/<key>/model:
+// converted on the first call (atomically; progress lines on `log` when
+// given), reused after while the file's content is unchanged.
 std::filesystem::path resolve_gguf_model(const std::filesystem::path& gguf, std::ostream* log = nullptr);
 
 }  // namespace qloom::model

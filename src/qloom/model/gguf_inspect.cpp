@@ -6,11 +6,13 @@
 #include "qloom/core/format.h"
 #include "qloom/io/gguf.h"
 #include "qloom/model/gguf_config.h"
+#include "qloom/model/gguf_counts.h"
 
 namespace qloom::model {
 
 nlohmann::ordered_json gguf_summary_json(const std::filesystem::path& gguf) {
   const io::GgufFile f = io::GgufFile::open(gguf);
+  check_gguf_counts(f);  // a corrupt count is an error, not "not convertible"
   nlohmann::ordered_json j;
   j["path"] = gguf.string();
   j["format"] = "gguf";
