@@ -52,6 +52,8 @@ void AttemptRunner::phase_intake() {
     } catch (const io::HubError& e) {
       const auto& o = outcome_for_hub_failure(e.failure(), "intake");
       throw StopAttempt{std::string(o.id), error_text(e), {}};
+    } catch (const Error& e) {  // an id that reads as a missing local path ("no such directory")
+      throw StopAttempt{"model_path_unreachable", error_text(e), {}};
     }
     model_source_ = "hub";
     model_arg_ = spec;
