@@ -134,7 +134,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
 bool contains(const Value& container, const Value& item) {
   if (container.is_string()) {
     if (!item.is_string()) eval_fail("'in <string>' requires string as left operand, not " + item.type_name());
-    return container.as_string().find(item.as_string()) != std::string::npos;
+    return find_sub(container.as_string(), item.as_string()) != std::string::npos;
   }
   if (container.is_dict() && !container.is_namespace()) {
     return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;

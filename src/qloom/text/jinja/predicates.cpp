@@ -48,7 +48,7 @@ bool t_in(const Value& v, const CallArgs& a) {
   const Value& seq = other(a, "in");
   if (seq.is_string()) {
     if (!v.is_string()) eval_fail("'in <string>' requires string as left operand, not " + v.type_name());
-    return seq.as_string().find(v.as_string()) != std::string::npos;
+    return find_sub(seq.as_string(), v.as_string()) != std::string::npos;
   }
   for (const auto& x : iterate(seq))
     if (x.equals(v)) return true;

@@ -59,9 +59,10 @@ size_t cp_count(const std::string& s) {
 
 size_t find_sub(const std::string& s, const std::string& sub, size_t from) {
   if (from > s.size()) return std::string::npos;
-  charge_work(s.size() - from + sub.size());
   const void* hit = memmem(s.data() + from, s.size() - from, sub.data(), sub.size());
-  return hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data()) : std::string::npos;
+  const size_t at = hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data()) : std::string::npos;
+  charge_work((hit ? at + sub.size() : s.size()) - from);  // the bytes scanned
+  return at;
 }
 
 size_t py_len(const Value& v) {

@@ -14,7 +14,10 @@ Dict mapping_from(const CallArgs& a, const char* who) {
   Dict d;
   for (const auto& arg : a.args) {
     if (!arg.is_dict()) eval_fail(std::string(who) + "() positional arguments must be mappings");
-    for (const auto& [k, v] : arg.as_dict().items()) d.set(k, v);
+    for (const auto& [k, v] : arg.as_dict().items()) {
+      charge_work(d.size());  // Dict::set's search
+      d.set(k, v);
+    }
   }
   for (const auto& [k, v] : a.kwargs) d.set(k, v);
   return d;

@@ -39,8 +39,9 @@ namespace qloom::text::jinja {
 struct RenderLimits {
   // Work: one step per expression evaluated, tag executed and loop iteration,
   // plus one per 16 bytes (or list items) a builtin reads, copies or creates.
-  // 10M steps take about a second; HF chat templates need well under 100k.
-  int64_t max_steps = 10'000'000;
+  // 5M steps take about half a second on one core; HF chat templates need
+  // well under 100k for a long conversation.
+  int64_t max_steps = 5'000'000;
   // The rendered text. 16 MiB is ~4M tokens, beyond any context window.
   size_t max_output_bytes = size_t(16) << 20;
   // Any one string or list the template creates (a list counts 16 bytes per

@@ -1,5 +1,6 @@
 #include "qloom/text/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -12,12 +13,14 @@ namespace qloom::text::jinja {
 // ---- Dict ----
 
 const Value* Dict::find(const std::string& key) const {
+  charge_work(items_.size());
   for (const auto& [k, v] : items_)
     if (k == key) return &v;
   return nullptr;
 }
 
 Value* Dict::find(const std::string& key) {
+  charge_work(items_.size());
   for (auto& [k, v] : items_)
     if (k == key) return &v;
   return nullptr;
@@ -30,6 +33,8 @@ void Dict::set(const std::string& key, Value value) {
   }
   items_.emplace_back(key, std::move(value));
 }
+
+void Dict::append_new(const std::string& key, Value value) { items_.emplace_back(key, std::move(value)); }
 
 bool Dict::erase(const std::string& key) {
   for (auto it = items_.begin(); it != items_.end(); ++it) {
@@ -144,7 +149,7 @@ Value value_from_json(const Json& j, int depth) {
     }
     case nlohmann::detail::value_t::object: {
       Dict d;
-      for (const auto& [k, e] : j.items()) d.set(k, value_from_json(e, depth + 1));
+      for (const auto& [k, e] : j.items()) d.append_new(k, value_from_json(e, depth + 1));
       return Value::dict(std::move(d));
     }
     default: return Value::undefined();
@@ -254,11 +259,31 @@ std::string Value::str() const {
 
 std::string Value::repr() const {
   std::string out;
-  repr_into(out, 0);
+  std::vector<const void*> active;
+  repr_into(out, active);
   return out;
 }
 
-void Value::repr_into(std::string& out, int depth) const {
+namespace {
+
+// Python's Py_ReprEnter / Py_ReprLeave: false when `p` is being printed already.
+struct ReprGuard {
+  std::vector<const void*>& active;
+  bool entered;
+  ReprGuard(std::vector<const void*>& a, const void* p)
+      : active(a), entered(std::find(a.begin(), a.end(), p) == a.end()) {
+    if (!entered) return;
+    check_value_depth(static_cast<int>(active.size()) + 1);
+    active.push_back(p);
+  }
+  ~ReprGuard() {
+    if (entered) active.pop_back();
+  }
+};
+
+}  // namespace
+
+void Value::repr_into(std::string& out, std::vector<const void*>& active) const {
   switch (kind_) {
     case Kind::kUndefined: return;
     case Kind::kNone: out += "None"; return;
@@ -267,23 +292,31 @@ void Value::repr_into(std::string& out, int depth) const {
     case Kind::kFloat: out += format_float(d_); return;
     case Kind::kString: append_checked(out, repr_string(as_string()), "the repr of a value"); return;
     case Kind::kList: {
-      check_value_depth(depth + 1);
+      const ReprGuard guard(active, list_.get());
+      if (!guard.entered) {
+        out += tuple_ ? "(...)" : "[...]";
+        return;
+      }
       out += tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
-        (*list_)[i].repr_into(out, depth + 1);
+        (*list_)[i].repr_into(out, active);
       }
       if (tuple_ && list_->size() == 1) out += ",";
       out += tuple_ ? ")" : "]";
       return;
     }
     case Kind::kDict: {
-      check_value_depth(depth + 1);
+      const ReprGuard guard(active, dict_.get());
+      if (!guard.entered) {
+        out += namespace_ ? "<Namespace {...}>" : "{...}";
+        return;
+      }
       out += namespace_ ? "<Namespace {" : "{";
       bool first = true;
       for (const auto& [k, v] : dict_->items()) {
         append_checked(out, (first ? "" : ", ") + repr_string(k) + ": ", "the repr of a value");
-        v.repr_into(out, depth + 1);
+        v.repr_into(out, active);
         first = false;
       }
       out += namespace_ ? "}>" : "}";
@@ -296,13 +329,13 @@ void Value::repr_into(std::string& out, int depth) const {
 bool Value::equals(const Value& o) const { return equals_at(o, 0); }
 
 bool Value::equals_at(const Value& o, int depth) const {
+  charge_work(0);
   bool num_a = is_number() || is_bool(), num_b = o.is_number() || o.is_bool();
   if (num_a && num_b) {
     if (kind_ == Kind::kFloat || o.kind_ == Kind::kFloat) return as_double() == o.as_double();
     return i_ == o.i_;
   }
   if (kind_ != o.kind_) return false;
-  charge_work(0);
   switch (kind_) {
     case Kind::kUndefined:
     case Kind::kNone: return true;
@@ -315,6 +348,7 @@ bool Value::equals_at(const Value& o, int depth) const {
       return true;
     }
     case Kind::kDict: {
+      if (namespace_ || o.namespace_) return dict_ == o.dict_;
       if (dict_->size() != o.dict_->size()) return false;
       check_value_depth(depth + 1);
       for (const auto& [k, v] : dict_->items()) {

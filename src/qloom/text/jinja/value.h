@@ -6,8 +6,9 @@
 // are immutable and shared too, so copying a Value never copies text.
 // Only a namespace changes after it is made, so only a namespace can contain
 // itself: a list or dict records its nesting depth when made (a namespace in it
-// counts as depth 0) and the walks over a value (repr, ==, <, tojson) stop at
-// RenderLimits::max_value_depth, which a namespace cycle reaches.
+// counts as depth 0), namespaces compare by identity (as Python's do), repr
+// prints a container it is already inside as [...] / {...}, and every walk over
+// a value (repr, ==, <, tojson) stops at RenderLimits::max_value_depth.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,9 @@ class Dict {
  public:
   const Value* find(const std::string& key) const;
   Value* find(const std::string& key);
-  void set(const std::string& key, Value value);
+  void set(const std::string& key, Value value);  // linear in size()
+  // `key` is known not to be present (a JSON object's keys): constant time.
+  void append_new(const std::string& key, Value value);
   bool erase(const std::string& key);
   void clear() { items_.clear(); }
   size_t size() const { return items_.size(); }
@@ -101,8 +104,10 @@ class Value {
   std::string repr() const;      // Python repr()
   std::string type_name() const; // Python type name: 'str', 'dict', 'NoneType'...
   bool equals(const Value& other) const;  // Python ==
-  // The walks behind repr() and equals(), `depth` levels down.
-  void repr_into(std::string& out, int depth) const;
+  // The walks behind repr() and equals(). `active`: the lists and dicts being
+  // printed (a container met again prints as [...] / {...}, as Python's
+  // reprlib guard does); `depth` levels down.
+  void repr_into(std::string& out, std::vector<const void*>& active) const;
   bool equals_at(const Value& other, int depth) const;
 
  private:
