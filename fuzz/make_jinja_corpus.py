@@ -5,13 +5,13 @@ Seeds: every real chat template in tests/data/chat_templates (SmolLM2, Qwen2.5,
 Qwen3, Llama 3.1 / 3.2, Gemma 2, Phi-3.5, Mistral Nemo), small templates for
 each feature of the engine, and the hostile templates of issue 30 (overflow,
 self-containing namespaces, long postfix / filter / unary chains, nested loops,
-recursive macros, doubling strings and lists). Run from the repository root:
+recursive macros, doubling strings and lists). Inputs the fuzzer found are
+committed as finding-<what> and kept. Run from the repository root:
 
   python3 fuzz/make_jinja_corpus.py
 """
 import hashlib
 import pathlib
-import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "fuzz" / "corpus_jinja"
@@ -63,9 +63,11 @@ def write(name: str, text: str) -> None:
 
 
 def main() -> None:
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    OUT.mkdir(parents=True)
+    # Inputs the fuzzer found (finding-*) are kept; the rest is rewritten.
+    OUT.mkdir(parents=True, exist_ok=True)
+    for old in OUT.iterdir():
+        if not old.name.startswith("finding-"):
+            old.unlink()
     for path in sorted((ROOT / "tests" / "data" / "chat_templates").glob("*.jinja")):
         write("real-" + path.stem, path.read_text(encoding="utf-8"))
     for i, text in enumerate(FEATURES):

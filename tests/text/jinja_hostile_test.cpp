@@ -223,6 +223,19 @@ TEST(JinjaHostile, OutputIsBudgeted) {
   EXPECT_EQ(render("{{ 'y' * 10 }}", "{}", small), "yyyyyyyyyy");
 }
 
+// Found by qloom_fuzz_jinja_render: a backslash before a NUL byte read past a
+// table, and a \\x / \\u escape without hex digits threw std::invalid_argument.
+TEST(JinjaHostile, StringEscapesAreChecked) {
+  EXPECT_EQ(render(std::string("{{ '\\\0' }}", 10)), std::string("\\\0", 2));
+  EXPECT_EQ(render("{{ '\\x41\\u00e9\\U0001F600' }}"), "A\u00e9\U0001F600");
+  for (const char* bad : {"{{ '\\xZZ' }}", "{{ '\\u+12a' }}", "{{ '\\U00110000' }}", "{{ '\\ud800' }}"}) {
+    SCOPED_TRACE(bad);
+    const Error e = test::catch_error([&] { Template::parse(bad, "hostile.jinja"); });
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(e.item(), "1:6");
+  }
+}
+
 TEST(JinjaHostile, MissingKeysAreUndefinedAsInJinja2) {
   // jinja2 3.1.6 (ImmutableSandboxedEnvironment, default Undefined):
   // '[]FalseTrue0', 'None||None', 'n', 'x', '|None'.

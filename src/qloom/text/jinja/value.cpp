@@ -36,6 +36,10 @@ void Dict::set(const std::string& key, Value value) {
 
 void Dict::append_new(const std::string& key, Value value) { items_.emplace_back(key, std::move(value)); }
 
+void Dict::clear() { items_.clear(); }
+
+size_t Dict::size() const { return items_.size(); }
+
 bool Dict::erase(const std::string& key) {
   for (auto it = items_.begin(); it != items_.end(); ++it) {
     if (it->first == key) {

@@ -34,8 +34,8 @@ class Dict {
   // `key` is known not to be present (a JSON object's keys): constant time.
   void append_new(const std::string& key, Value value);
   bool erase(const std::string& key);
-  void clear() { items_.clear(); }
-  size_t size() const { return items_.size(); }
+  void clear();
+  size_t size() const;
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
 
  private:
