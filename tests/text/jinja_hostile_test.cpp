@@ -13,7 +13,7 @@
 namespace qloom::text::jinja {
 namespace {
 
-std::string render(const std::string& source, const std::string& context_json = "{}",
+std::string render_with(const std::string& source, const std::string& context_json = "{}",
                    const RenderLimits& limits = {}) {
   RenderOptions options;
   options.limits = limits;
@@ -37,7 +37,7 @@ double cpu_seconds_since(std::clock_t start) { return double(std::clock() - star
 Error expect_refused(const std::string& source, const std::string& item, const std::string& message_part,
                      const RenderLimits& limits = {}, const std::string& context = "{}") {
   const std::clock_t start = std::clock();
-  const Error e = test::catch_error([&] { render(source, context, limits); });
+  const Error e = test::catch_error([&] { render_with(source, context, limits); });
   const double seconds = cpu_seconds_since(start);
   EXPECT_LT(seconds, 1.0) << source.substr(0, 80) << ": " << seconds << " s";
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
@@ -74,23 +74,23 @@ TEST(JinjaHostile, IntegerArithmeticIsOverflowChecked) {
   expect_refused("{{ 1 % 0 }}", "1:6", "integer division or modulo by zero");
   expect_refused(std::string("{{ 7 // (") + kMin + " - " + kMin + ") }}", "1:6", "by zero");
   // Python's results where they fit in 64 bits, and fast.
-  EXPECT_EQ(render(std::string("{{ ") + kMin + " % -1 }} {{ 7 // -1 }} {{ -7 % -1 }} {{ 2 ** 62 }} {{ (-2) ** 63 }}"),
+  EXPECT_EQ(render_with(std::string("{{ ") + kMin + " % -1 }} {{ 7 // -1 }} {{ -7 % -1 }} {{ 2 ** 62 }} {{ (-2) ** 63 }}"),
             "0 -7 0 4611686018427387904 -9223372036854775808");
-  EXPECT_EQ(render("{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }} {{ 0 ** 0 }} {{ 'nan'|int }}"),
+  EXPECT_EQ(render_with("{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }} {{ 0 ** 0 }} {{ 'nan'|int }}"),
             "1 -1 1 0");
 }
 
 TEST(JinjaHostile, SelfContainingValuesPrintAsPythonDoesAndCompareByIdentity) {
   // jinja2 3.1.6: Python's repr guard prints a container it is inside as {...} / [...].
-  EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}|{{ ns == ns }}|{{ [ns] == [ns] }}|"
+  EXPECT_EQ(render_with("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}|{{ ns == ns }}|{{ [ns] == [ns] }}|"
                    "{{ ns.me.me.a }}|{{ namespace(x=1) == namespace(x=1) }}"),
             "<Namespace {'a': 1, 'me': <Namespace {...}>}>|True|True|1|False");
-  EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.l = [ns, 2] %}{{ ns }}|{{ ns.l }}"),
+  EXPECT_EQ(render_with("{% set ns = namespace(a=1) %}{% set ns.l = [ns, 2] %}{{ ns }}|{{ ns.l }}"),
             "<Namespace {'a': 1, 'l': [<Namespace {...}>, 2]}>|[<Namespace {'a': 1, 'l': [...]}>, 2]");
   expect_refused("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns|tojson }}", "1:52",
                  "Object of type Namespace is not JSON serializable");
   // Python: equal namespaces are the same one, so [ns] < [ns] compares lengths.
-  EXPECT_EQ(render("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ [ns] < [ns] }}{{ [ns, 1] < [ns, 2] }}"),
+  EXPECT_EQ(render_with("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ [ns] < [ns] }}{{ [ns, 1] < [ns, 2] }}"),
             "FalseTrue");
   expect_refused("{% set ns = namespace() %}{{ [ns] < [namespace()] }}", "1:30",
                  "'<' not supported between instances of 'Namespace' and 'Namespace'");
@@ -106,7 +106,7 @@ TEST(JinjaHostile, DeepValuesAreRefusedWhenMade) {
   expect_refused("{% set ns = namespace(d={}) %}{% for i in range(100000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}",
                  "1:73", "value nested more than 128 deep");
   const std::string deep_json = repeat("[", 200) + repeat("]", 200);
-  const Error e = test::catch_error([&] { render("{{ x }}", R"({"x": )" + deep_json + "}"); });
+  const Error e = test::catch_error([&] { render_with("{{ x }}", R"({"x": )" + deep_json + "}"); });
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   EXPECT_NE(e.message().find("nested more than 128 deep"), std::string::npos) << e.message();
 }
@@ -137,7 +137,7 @@ TEST(JinjaHostile, LongChainsAreRefusedByTheParser) {
     EXPECT_NE(e.message().find("more than 256"), std::string::npos) << e.message();
   }
   // Chains of real-template length are fine.
-  EXPECT_EQ(render("{{ messages" + repeat("[0]", 1) + ".role" + repeat("|upper", 100) + " ~ 'x'" +
+  EXPECT_EQ(render_with("{{ messages" + repeat("[0]", 1) + ".role" + repeat("|upper", 100) + " ~ 'x'" +
                    repeat(" ~ 'x'", 100) + " }}",
                    R"({"messages": [{"role": "user"}]})"),
             "USER" + repeat("x", 101));
@@ -169,7 +169,7 @@ TEST(JinjaHostile, WorkIsBudgeted) {
   RenderLimits small;
   small.max_steps = 10000;
   expect_refused("{% for i in range(1000) %}{{ i }}{% endfor %}", "", "more than 10000 evaluation steps", small);
-  EXPECT_EQ(render("{% for i in range(100) %}{{ i % 10 }}{% endfor %}", "{}", small).size(), 100u);
+  EXPECT_EQ(render_with("{% for i in range(100) %}{{ i % 10 }}{% endfor %}", "{}", small).size(), 100u);
 }
 
 TEST(JinjaHostile, ValueSizesAreBudgeted) {
@@ -208,9 +208,9 @@ TEST(JinjaHostile, ValueSizesAreBudgeted) {
   expect_refused("{{ range(-9223372036854775807 - 1, 9223372036854775807) }}", "1:9", "range too big");
   expect_refused("{{ range(0, 9223372036854775807, 4611686018427387904) }}|{{ range(10**6) }}", "1:66",
                  "range too big");
-  EXPECT_EQ(render("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}"),
+  EXPECT_EQ(render_with("{{ range(0, 9223372036854775807, 4611686018427387904)|list }}"),
             "[0, 4611686018427387904]");
-  EXPECT_EQ(render("{{ range(9223372036854775807, 9223372036854775806 - 2, -1)|list }}"),
+  EXPECT_EQ(render_with("{{ range(9223372036854775807, 9223372036854775806 - 2, -1)|list }}"),
             "[9223372036854775807, 9223372036854775806, 9223372036854775805]");
 }
 
@@ -220,14 +220,14 @@ TEST(JinjaHostile, OutputIsBudgeted) {
   RenderLimits small;
   small.max_output_bytes = 10;
   expect_refused("{% set x %}{{ 'y' * 11 }}{% endset %}", "", "output over 10 bytes", small);
-  EXPECT_EQ(render("{{ 'y' * 10 }}", "{}", small), "yyyyyyyyyy");
+  EXPECT_EQ(render_with("{{ 'y' * 10 }}", "{}", small), "yyyyyyyyyy");
 }
 
 // Found by qloom_fuzz_jinja_render: a backslash before a NUL byte read past a
 // table, and a \\x / \\u escape without hex digits threw std::invalid_argument.
 TEST(JinjaHostile, StringEscapesAreChecked) {
-  EXPECT_EQ(render(std::string("{{ '\\\0' }}", 10)), std::string("\\\0", 2));
-  EXPECT_EQ(render("{{ '\\x41\\u00e9\\U0001F600' }}"), "A\u00e9\U0001F600");
+  EXPECT_EQ(render_with(std::string("{{ '\\\0' }}", 10)), std::string("\\\0", 2));
+  EXPECT_EQ(render_with("{{ '\\x41\\u00e9\\U0001F600' }}"), "A\u00e9\U0001F600");
   for (const char* bad : {"{{ '\\xZZ' }}", "{{ '\\u+12a' }}", "{{ '\\U00110000' }}", "{{ '\\ud800' }}"}) {
     SCOPED_TRACE(bad);
     const Error e = test::catch_error([&] { Template::parse(bad, "hostile.jinja"); });
@@ -240,11 +240,11 @@ TEST(JinjaHostile, MissingKeysAreUndefinedAsInJinja2) {
   // jinja2 3.1.6 (ImmutableSandboxedEnvironment, default Undefined):
   // '[]FalseTrue0', 'None||None', 'n', 'x', '|None'.
   const char* ctx = R"({"m": {"role": "u", "c": null}})";
-  EXPECT_EQ(render("[{{ m.content }}]{{ m.content is defined }}{{ not m.content }}{{ m.content|length }}", ctx),
+  EXPECT_EQ(render_with("[{{ m.content }}]{{ m.content is defined }}{{ not m.content }}{{ m.content|length }}", ctx),
             "[]FalseTrue0");
-  EXPECT_EQ(render("{{ none }}|{{ m.x }}|{{ m.c }}", ctx), "None||None");
-  EXPECT_EQ(render("{% if m.content %}y{% else %}n{% endif %}{{ (m.content or '') ~ 'x' }}", ctx), "nx");
-  EXPECT_EQ(render("{{ m['content'] }}|{{ m.get('content') }}", ctx), "|None");
+  EXPECT_EQ(render_with("{{ none }}|{{ m.x }}|{{ m.c }}", ctx), "None||None");
+  EXPECT_EQ(render_with("{% if m.content %}y{% else %}n{% endif %}{{ (m.content or '') ~ 'x' }}", ctx), "nx");
+  EXPECT_EQ(render_with("{{ m['content'] }}|{{ m.get('content') }}", ctx), "|None");
   expect_refused("{{ m.content.x }}", "1:13", "'dict object' has no attribute 'content'", {}, ctx);  // 1:13
 }
 

@@ -42,15 +42,15 @@ class Parser {
 
   Body parse_template() {
     std::string which;
-    Body body = parse_body({}, "", 0, &which);
-    return body;
+    return parse_body({}, "", 0, &which);
   }
 
  private:
   const Token& cur() const { return toks_[i_]; }
-  int64_t int_literal(const Token& t) const {
+  Value number_literal(const Token& t) const {
     try {
-      return static_cast<int64_t>(std::stoll(t.text));
+      if (t.type == Tok::kInt) return Value(static_cast<int64_t>(std::stoll(t.text)));
+      return Value(std::stod(t.text));
     } catch (const std::exception&) {
       syntax_error(src_, t.pos, "number literal '" + t.text + "' is out of range (integers are 64-bit)");
     }
@@ -110,12 +110,11 @@ class Parser {
     }
     ~Nest() { --p.depth_; }
   };
-  // A left-associative chain (a.b[c]|f|g, a + b + c, a or b or c) builds a
-  // tree as deep as it is long: each link counts one level until the chain ends.
+  // A left-associative chain (a.b[c]|f|g, a + b + c, a or b) is a tree as deep
+  // as it is long: each link counts one level until the chain ends.
   struct Chain {
     Parser& p;
     int links = 0;
-    explicit Chain(Parser& parser) : p(parser) {}
     void link() {
       ++links;
       if (++p.depth_ > kMaxDepth)
@@ -330,7 +329,7 @@ ExprPtr Parser::parse_expression(bool with_cond) {
 // operand (keyword operand)*, left-associative: the `or` and `and` levels.
 ExprPtr Parser::parse_keyword_chain(const char* keyword, Expr::Kind kind, ExprPtr (Parser::*operand)()) {
   ExprPtr e = (this->*operand)();
-  Chain chain(*this);
+  Chain chain{*this};
   while (is_name(keyword)) {
     chain.link();
     auto n = make_expr(kind, cur().pos);
@@ -389,7 +388,7 @@ ExprPtr Parser::parse_binary(int level) {
   static const std::vector<std::vector<std::string>> kOps = {{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
   if (level == 4) return parse_unary(true);
   ExprPtr e = parse_binary(level + 1);
-  Chain chain(*this);
+  Chain chain{*this};
   for (;;) {
     const auto& ops = kOps[static_cast<size_t>(level)];
     if (cur().type != Tok::kOp || std::find(ops.begin(), ops.end(), cur().text) == ops.end()) return e;
@@ -442,15 +441,7 @@ ExprPtr Parser::parse_primary() {
   }
   if (t.type == Tok::kInt || t.type == Tok::kFloat) {
     auto e = make_expr(Expr::Kind::kLiteral, pos);
-    if (t.type == Tok::kInt) {
-      e->value = Value(int_literal(t));
-    } else {
-      try {
-        e->value = Value(std::stod(t.text));
-      } catch (const std::exception&) {
-        fail("number literal '" + t.text + "' is out of range");
-      }
-    }
+    e->value = number_literal(t);
     ++i_;
     return e;
   }
@@ -496,7 +487,7 @@ ExprPtr Parser::parse_sequence(Expr::Kind kind, const char* close, size_t pos) {
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr e) {
-  Chain chain(*this);
+  Chain chain{*this};
   for (;;) {
     if (is_op(".") || is_op("[") || is_op("(")) chain.link();
     if (is_op(".")) {
@@ -505,7 +496,7 @@ ExprPtr Parser::parse_postfix(ExprPtr e) {
       if (cur().type == Tok::kInt) {  // x.0 is x[0]
         a->kind = Expr::Kind::kItem;
         auto idx = make_expr(Expr::Kind::kLiteral, cur().pos);
-        idx->value = Value(int_literal(toks_[i_++]));
+        idx->value = number_literal(toks_[i_++]);
         a->kids.push_back(std::move(e));
         a->kids.push_back(std::move(idx));
       } else {
@@ -570,7 +561,7 @@ void Parser::parse_call_args(Expr& call) {
 }
 
 ExprPtr Parser::parse_filters(ExprPtr e) {
-  Chain chain(*this);
+  Chain chain{*this};
   for (;;) {
     if (is_op("|") || is_name("is") || is_op("(")) chain.link();
     if (is_op("|")) {
