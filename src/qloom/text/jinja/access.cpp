@@ -16,6 +16,7 @@ Value missing_attr(const Value& obj, const std::string& name) {
 }
 
 Value items_of(const Dict& d) {
+  check_value_size(d.size() * 3 * sizeof(Value), "the items of a dict");
   List out;
   for (const auto& [k, v] : d.items()) out.push_back(Value::list({Value(k), v}, true));
   return Value::list(std::move(out));
@@ -26,6 +27,7 @@ Value dict_method(const Value& obj, const std::string& name) {
   if (name == "keys" || name == "values") {
     bool keys = name == "keys";
     return Value::callable("dict." + name, [obj, keys](const CallArgs&) {
+      check_value_size(obj.as_dict().size() * sizeof(Value), "the keys or values of a dict");
       List out;
       for (const auto& [k, v] : obj.as_dict().items()) out.push_back(keys ? Value(k) : v);
       return Value::list(std::move(out));
@@ -138,6 +140,7 @@ List iterate(const Value& v) {
     case Value::Kind::kList: charge_work(v.as_list().size()); return v.as_list();
     case Value::Kind::kDict: {
       if (v.is_namespace()) break;
+      charge_work(v.as_dict().size());
       List keys;
       for (const auto& [k, x] : v.as_dict().items()) keys.emplace_back(k);
       return keys;

@@ -177,9 +177,13 @@ void Renderer::exec_set(const Node& n) {
 // {% call m(args) %}body{% endcall %}: m gets `caller`, which renders body
 // in the scopes of the call site.
 void Renderer::exec_call_block(const Node& n, std::string& out) {
+  size_t names = 0;
+  for (const Dict& d : scopes_) names += d.size();
+  charge_work(names);  // the copy of the call site's scopes, and each caller() below
   std::vector<Dict> site = scopes_;
   const Body* body = &n.body;
-  pending_caller_ = Value::callable("caller", [this, site, body](const CallArgs&) {
+  pending_caller_ = Value::callable("caller", [this, site, body, names](const CallArgs&) {
+    charge_work(names);
     std::vector<Dict> saved = std::move(scopes_);
     scopes_ = site;
     std::string text;

@@ -122,6 +122,7 @@ std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_
     size_t start = 0;
     for (size_t hit; (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) &&
                      (hit = find_sub(s, d, start)) != std::string::npos;) {
+      check_size((out.size() + 2) * sizeof(Value), "the result of split");
       out.push_back(s.substr(start, hit - start));
       start = hit + d.size();
     }
