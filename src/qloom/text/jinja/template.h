@@ -44,8 +44,8 @@ struct RenderLimits {
   int64_t max_steps = 5'000'000;
   // The rendered text. 16 MiB is ~4M tokens, beyond any context window.
   size_t max_output_bytes = size_t(16) << 20;
-  // Any one string or list the template creates (a list counts 16 bytes per
-  // item plus the bytes of its strings).
+  // Any one string or list the template creates (a list counts the memory of
+  // its items, sizeof(Value) each; its strings are shared, not copied).
   size_t max_value_bytes = size_t(16) << 20;
   // Macro calls in progress (recursion), and nesting of lists / dicts.
   int max_macro_depth = 100;
