@@ -72,6 +72,8 @@ TEST(JinjaHostile, IntegerArithmeticIsOverflowChecked) {
     expect_refused(b.source, b.item, "integer overflow");
   }
   expect_refused("{{ 1 % 0 }}", "1:6", "integer division or modulo by zero");
+  expect_refused("{{ 0 ** -1 }}", "1:6", "0.0 cannot be raised to a negative power");
+  EXPECT_EQ(render_with(std::string("{{ ") + kMin + " is divisibleby(-1) }}"), "True");
   expect_refused(std::string("{{ 7 // (") + kMin + " - " + kMin + ") }}", "1:6", "by zero");
   // Python's results where they fit in 64 bits, and fast.
   EXPECT_EQ(render_with(std::string("{{ ") + kMin + " % -1 }} {{ 7 // -1 }} {{ -7 % -1 }} {{ 2 ** 62 }} {{ (-2) ** 63 }}"),

@@ -94,6 +94,7 @@ Value int_op(const std::string& op, int64_t x, int64_t y) {
   } else if (op == "//" || op == "%") {
     return int_divmod(op, x, y);
   } else {
+    if (y < 0 && x == 0) eval_fail("0.0 cannot be raised to a negative power");
     if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
     return int_pow(x, y);
   }
