@@ -76,9 +76,11 @@ TEST(JinjaHostile, IntegerArithmeticIsOverflowChecked) {
   EXPECT_EQ(render_with(std::string("{{ ") + kMin + " is divisibleby(-1) }}"), "True");
   expect_refused(std::string("{{ 7 // (") + kMin + " - " + kMin + ") }}", "1:6", "by zero");
   // Python's results where they fit in 64 bits, and fast.
-  EXPECT_EQ(render_with(std::string("{{ ") + kMin + " % -1 }} {{ 7 // -1 }} {{ -7 % -1 }} {{ 2 ** 62 }} {{ (-2) ** 63 }}"),
+  EXPECT_EQ(render_with(std::string("{{ ") + kMin +
+                        " % -1 }} {{ 7 // -1 }} {{ -7 % -1 }} {{ 2 ** 62 }} {{ (-2) ** 63 }}"),
             "0 -7 0 4611686018427387904 -9223372036854775808");
-  EXPECT_EQ(render_with("{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }} {{ 0 ** 0 }} {{ 'nan'|int }}"),
+  EXPECT_EQ(render_with("{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }} {{ 0 ** 0 }} "
+                        "{{ 'nan'|int }}"),
             "1 -1 1 0");
 }
 
@@ -230,6 +232,9 @@ TEST(JinjaHostile, OutputIsBudgeted) {
 // table, and a \\x / \\u escape without hex digits threw std::invalid_argument.
 TEST(JinjaHostile, StringEscapesAreChecked) {
   EXPECT_EQ(render_with(std::string("{{ '\\\0' }}", 10)), std::string("\\\0", 2));
+  EXPECT_EQ(render_with(std::string("a{\0b{{ 1 }}", 11)), std::string("a{\0b1", 5));  // '{' + NUL is text
+  const Error nul = test::catch_error([] { Template::parse(std::string("{{ 1 \0 }}", 9), "t"); });
+  EXPECT_NE(nul.message().find("unexpected character"), std::string::npos) << nul.message();
   EXPECT_EQ(render_with("{{ '\\x41\\u00e9\\U0001F600' }}"), "A\u00e9\U0001F600");
   for (const char* bad : {"{{ '\\xZZ' }}", "{{ '\\u+12a' }}", "{{ '\\U00110000' }}", "{{ '\\ud800' }}"}) {
     SCOPED_TRACE(bad);

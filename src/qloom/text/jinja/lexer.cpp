@@ -31,6 +31,8 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+// c is in `set` (strchr alone also "finds" a NUL: the terminator).
+bool one_of(const char* set, char c) { return c != '\0' && std::strchr(set, c) != nullptr; }
 int hex_digit(char c) {
   if (is_digit(c)) return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -79,7 +81,7 @@ std::vector<Token> Lexer::run() {
   size_t pos = 0;
   while (pos < s_.size()) {
     size_t open = pos;
-    while (open + 1 < s_.size() && !(s_[open] == '{' && std::strchr("{%#", s_[open + 1]))) ++open;
+    while (open + 1 < s_.size() && !(s_[open] == '{' && one_of("{%#", s_[open + 1]))) ++open;
     if (open + 1 >= s_.size()) {
       emit_text(pos, s_.size(), 0, false, false);
       break;
@@ -213,7 +215,7 @@ size_t Lexer::lex_string(size_t p) {
     char e = s_[++q];
     static const char* kFrom = "ntr\\'\"abfv0";
     static const char* kTo = "\n\t\r\\'\"\a\b\f\v";
-    const char* hit = e != '\0' ? std::strchr(kFrom, e) : nullptr;  // strchr finds the terminator
+    const char* hit = one_of(kFrom, e) ? std::strchr(kFrom, e) : nullptr;
     if (e == 'x' || e == 'u' || e == 'U') {
       size_t n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
       if (q + n >= s_.size()) syntax_error(src_, q, "truncated \\" + std::string(1, e) + " escape in string");
@@ -267,7 +269,7 @@ size_t Lexer::lex_operator(size_t p, int& depth) {
     }
   }
   char c = s_[p];
-  if (!std::strchr("+-*/%~<>=|.,:()[]{}", c))
+  if (!one_of("+-*/%~<>=|.,:()[]{}", c))
     syntax_error(src_, p, std::string("unexpected character '") + c + "'");
   if (c == '(' || c == '[' || c == '{') ++depth;
   if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;

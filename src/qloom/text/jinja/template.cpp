@@ -37,7 +37,8 @@ Value range_of(const CallArgs& a) {
   // Items: ceil((stop - start) / step), in 128 bits so no bound overflows.
   const __int128 span = static_cast<__int128>(stop) - start;
   const __int128 items = (span > 0) != (step > 0) || span == 0 ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
-  if (items > kMaxRange) eval_fail("range too big (more than " + std::to_string(kMaxRange) + " items, jinja2's sandbox limit)");
+  if (items > kMaxRange)
+    eval_fail("range too big (more than " + std::to_string(kMaxRange) + " items, jinja2's sandbox limit)");
   check_value_size(static_cast<size_t>(items) * sizeof(Value), "a range");
   List out;
   int64_t i = start;
