@@ -244,6 +244,12 @@ TEST(JinjaHostile, StringEscapesAreChecked) {
   }
 }
 
+// Found by qloom_fuzz_jinja_render: namespace()|items called a null function
+// (jinja2: a TypeError once its generator runs; a Namespace is no Mapping).
+TEST(JinjaHostile, ItemsOfANamespaceIsATypeError) {
+  expect_refused("{{ namespace(a=1)|items }}", "1:18", "can only get item pairs from a mapping, not Namespace");
+}
+
 TEST(JinjaHostile, MissingKeysAreUndefinedAsInJinja2) {
   // jinja2 3.1.6 (ImmutableSandboxedEnvironment, default Undefined):
   // '[]FalseTrue0', 'None||None', 'n', 'x', '|None'.

@@ -175,7 +175,8 @@ Value f_float(const Value& v, const CallArgs& a) {
 
 Value f_items(const Value& v, const CallArgs&) {
   if (v.is_undefined()) return Value::list();
-  if (!v.is_dict()) eval_fail("items filter: can only get item pairs from a mapping, not " + v.type_name());
+  if (!v.is_dict() || v.is_namespace())  // a namespace has no items() (jinja2: not a Mapping)
+    eval_fail("items filter: can only get item pairs from a mapping, not " + v.type_name());
   return get_attr(v, "items").as_function()(CallArgs{});
 }
 
