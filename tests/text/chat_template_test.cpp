@@ -74,6 +74,9 @@ TEST_P(ChatTemplateGolden, MatchesTransformers) {
   write_model_dir(dir, name, form);
   ChatTemplate ct = ChatTemplate::load(dir.path());
   ct.set_clock(fixed_time);
+  jinja::RenderLimits tight;  // real templates need a fiftieth of the default step budget
+  tight.max_steps = 100'000;
+  ct.set_limits(tight);
   int checked = 0;
   for (const auto& g : goldens) {
     if (g["template"] != name) continue;
@@ -193,6 +196,29 @@ TEST(ChatTemplate, BadInputsAreTypedErrors) {
   Error e = test::catch_error([&] { ChatTemplate::load(dir.path()); });
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   EXPECT_NE(e.file().find("tokenizer_config.json"), std::string::npos);
+}
+
+// A template and its arguments may come from a request: the render's limits
+// are the caller's to set, and an exceeded one is kInvalidInput (serve: 400)
+// naming the template line; deep arguments are refused.
+TEST(ChatTemplate, RenderLimitsAndHostileArguments) {
+  ChatTemplate ct = ChatTemplate::from_string("{{ bos_token }}\n{% for m in messages %}{{ m.content }}{% endfor %}",
+                                              "t.jinja", {{"bos_token", "<s>"}});
+  const auto msgs = ordered_json::parse(R"([{"role": "user", "content": "hello"}])");
+  EXPECT_EQ(ct.render(msgs, false), "<s>\nhello");
+  jinja::RenderLimits limits;
+  limits.max_output_bytes = 6;
+  ct.set_limits(limits);
+  const Error e = test::catch_error([&] { ct.render(msgs, false); });
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+  EXPECT_EQ(e.file(), "t.jinja");
+  EXPECT_EQ(e.item(), "2:24");
+  EXPECT_NE(e.message().find("output over 6 bytes"), std::string::npos) << e.message();
+  ct.set_limits({});
+  EXPECT_EQ(ct.render(msgs, false, {{"bos_token", "[B]"}, {"k", 1}}), "[B]\nhello");  // extra overrides
+  ordered_json deep = ordered_json::array();
+  for (int i = 0; i < 200; ++i) deep = ordered_json::array({deep});
+  EXPECT_EQ(test::catch_error([&] { ct.render(msgs, false, {{"deep", deep}}); }).kind(), ErrorKind::kInvalidInput);
 }
 
 }  // namespace

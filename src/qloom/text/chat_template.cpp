@@ -165,17 +165,21 @@ std::string ChatTemplate::render(const ordered_json& messages, bool add_generati
     throw Error(ErrorKind::kUsage, origin_, "extra", "extra template variables must be an object");
   ordered_json chat = ordered_json::array();
   for (size_t i = 0; i < messages.size(); ++i) chat.push_back(normalise_message(messages[i], i));
-  jinja::Dict ctx = special_tokens_;
   ordered_json vars = extra.is_object() ? extra : ordered_json::object();
   for (const char* reserved : {"messages", "add_generation_prompt"}) {
     if (vars.contains(reserved))
       throw Error(ErrorKind::kUsage, origin_, reserved, "set by render() itself, not through extra");
   }
-  for (const auto& [k, v] : vars.items()) ctx.set(k, jinja::Value::from_json(v));
+  // extra's keys are distinct and none is reserved: appended without a search
+  // each (a request may send many), after the special tokens they override.
+  jinja::Dict ctx;
+  for (const auto& [k, v] : special_tokens_.items())
+    if (!vars.contains(k)) ctx.append_new(k, v);
+  for (const auto& [k, v] : vars.items()) ctx.append_new(k, jinja::Value::from_json(v));
   for (const char* k : {"tools", "documents"})
-    if (!vars.contains(k)) ctx.set(k, jinja::Value::none());
-  ctx.set("messages", jinja::Value::from_json(chat));
-  ctx.set("add_generation_prompt", jinja::Value(add_generation_prompt));
+    if (!vars.contains(k)) ctx.append_new(k, jinja::Value::none());
+  ctx.append_new("messages", jinja::Value::from_json(chat));
+  ctx.append_new("add_generation_prompt", jinja::Value(add_generation_prompt));
   bool with_tools = vars.contains("tools") && !vars["tools"].is_null();
   return pick(with_tools).render(jinja::Value::dict(std::move(ctx)), options_);
 }

@@ -48,15 +48,19 @@ class ChatTemplate {
   // `messages`: a non-empty array of message objects. `extra`: an object of
   // further template variables (tools, documents, enable_thinking, date_string,
   // ...). ordered_json keeps the caller's key order, which tojson output shows;
-  // nlohmann::json sorts keys. Throws kUsage for malformed arguments and what
-  // jinja::Template::render throws (raise_exception -> kInvalidInput with the
-  // template's message).
+  // nlohmann::json sorts keys. Throws kUsage for malformed arguments,
+  // kInvalidInput for arguments nested over 128 deep, and what
+  // jinja::Template::render throws (raise_exception, a template error or an
+  // exceeded RenderLimits -> kInvalidInput naming the template line).
   std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
   std::string render(const nlohmann::json& messages, bool add_generation_prompt,
                      const nlohmann::json& extra) const;
 
   void set_clock(std::function<std::tm()> clock) { options_.clock = std::move(clock); }
+  // What one render may spend (jinja::RenderLimits' defaults unless set); an
+  // exceeded limit is a qloom::Error kInvalidInput naming the template line.
+  void set_limits(const jinja::RenderLimits& limits) { options_.limits = limits; }
   // Template names: "default" for a single template.
   std::vector<std::string> names() const;
 

@@ -5,6 +5,7 @@
 // value further (attribute access, arithmetic, calls) raises that message.
 #include <algorithm>
 
+#include "qloom/text/jinja/budget.h"
 #include "qloom/text/jinja/runtime.h"
 
 namespace qloom::text::jinja {
@@ -15,6 +16,7 @@ Value missing_attr(const Value& obj, const std::string& name) {
 }
 
 Value items_of(const Dict& d) {
+  check_value_size(d.size() * 3 * sizeof(Value), "the items of a dict");
   List out;
   for (const auto& [k, v] : d.items()) out.push_back(Value::list({Value(k), v}, true));
   return Value::list(std::move(out));
@@ -25,6 +27,7 @@ Value dict_method(const Value& obj, const std::string& name) {
   if (name == "keys" || name == "values") {
     bool keys = name == "keys";
     return Value::callable("dict." + name, [obj, keys](const CallArgs&) {
+      check_value_size(obj.as_dict().size() * sizeof(Value), "the keys or values of a dict");
       List out;
       for (const auto& [k, v] : obj.as_dict().items()) out.push_back(keys ? Value(k) : v);
       return Value::list(std::move(out));
@@ -86,9 +89,13 @@ Value get_item(const Value& obj, const Value& key) {
     return Value::undefined(object_desc(obj) + " has no element " + key.repr());
   }
   if (obj.is_string() && int_key) {
-    std::vector<std::string> cps = codepoints(obj.as_string());
+    const std::string& s = obj.as_string();
+    const std::vector<size_t> at = cp_offsets(s);
     int64_t i = key.as_int();
-    if (normalise_index(i, cps.size())) return Value(cps[static_cast<size_t>(i)]);
+    if (normalise_index(i, at.size() - 1)) {
+      const auto k = static_cast<size_t>(i);
+      return Value(s.substr(at[k], at[k + 1] - at[k]));
+    }
     return Value::undefined(object_desc(obj) + " has no element " + key.repr());
   }
   if (obj.is_dict() && key.is_string()) {
@@ -103,9 +110,9 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   if (!obj.is_list() && !obj.is_string()) eval_fail(object_desc(obj) + " is not subscriptable");
   int64_t step = slice_bound(step_v, 1);
   if (step == 0) eval_fail("slice step cannot be zero");
-  std::vector<std::string> cps;
-  if (obj.is_string()) cps = codepoints(obj.as_string());
-  const auto n = static_cast<int64_t>(obj.is_string() ? cps.size() : obj.as_list().size());
+  std::vector<size_t> at;
+  if (obj.is_string()) at = cp_offsets(obj.as_string());
+  const auto n = static_cast<int64_t>(obj.is_string() ? at.size() - 1 : obj.as_list().size());
   auto clamp = [&](int64_t v) {
     if (v < 0) v += n;
     if (step > 0) return std::clamp<int64_t>(v, 0, n);
@@ -115,9 +122,13 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   int64_t e = stop.is_none() || stop.is_undefined() ? (step > 0 ? n : -1) : clamp(slice_bound(stop, 0));
   List items;
   std::string text;
-  for (int64_t i = b; step > 0 ? i < e : i > e; i += step) {
-    if (obj.is_string()) text += cps[static_cast<size_t>(i)];
-    else items.push_back(obj.as_list()[static_cast<size_t>(i)]);
+  charge_work(static_cast<size_t>(n));
+  // b and e lie in [-1, n], so i + step cannot overflow before it passes e.
+  for (int64_t i = b; step > 0 ? i < e : i > e;) {
+    const auto k = static_cast<size_t>(i);
+    if (obj.is_string()) text.append(obj.as_string(), at[k], at[k + 1] - at[k]);
+    else items.push_back(obj.as_list()[k]);
+    if (__builtin_add_overflow(i, step, &i)) break;
   }
   if (obj.is_string()) return Value(text);
   return Value::list(std::move(items), obj.is_tuple());
@@ -126,16 +137,19 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
 List iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return {};
-    case Value::Kind::kList: return v.as_list();
+    case Value::Kind::kList: charge_work(v.as_list().size()); return v.as_list();
     case Value::Kind::kDict: {
       if (v.is_namespace()) break;
+      charge_work(v.as_dict().size());
       List keys;
       for (const auto& [k, x] : v.as_dict().items()) keys.emplace_back(k);
       return keys;
     }
     case Value::Kind::kString: {
+      std::vector<std::string> cps = codepoints(v.as_string());
+      check_value_size(cps.size() * sizeof(Value), "a string's list of characters");
       List out;
-      for (auto& c : codepoints(v.as_string())) out.emplace_back(std::move(c));
+      for (auto& c : cps) out.emplace_back(std::move(c));
       return out;
     }
     default: break;
@@ -143,7 +157,9 @@ List iterate(const Value& v) {
   eval_fail("'" + v.type_name() + "' object is not iterable");
 }
 
-bool py_less(const Value& a, const Value& b) {
+namespace {
+
+bool less_at(const Value& a, const Value& b, int depth) {
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   bool na = a.is_number() || a.is_bool(), nb = b.is_number() || b.is_bool();
@@ -151,15 +167,23 @@ bool py_less(const Value& a, const Value& b) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_string() && b.is_string()) {
+    charge_work(std::min(a.as_string().size(), b.as_string().size()));
+    return a.as_string() < b.as_string();
+  }
   if (a.is_list() && b.is_list()) {
+    check_value_depth(depth + 1);
     const List &x = a.as_list(), &y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (!x[i].equals(y[i])) return py_less(x[i], y[i]);
+      if (!x[i].equals_at(y[i], depth + 1)) return less_at(x[i], y[i], depth + 1);
     }
     return x.size() < y.size();
   }
   eval_fail("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
+
+}  // namespace
+
+bool py_less(const Value& a, const Value& b) { return less_at(a, b, 0); }
 
 }  // namespace qloom::text::jinja

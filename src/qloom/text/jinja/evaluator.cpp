@@ -5,6 +5,7 @@ namespace qloom::text::jinja {
 
 Value Renderer::eval(const Expr& e) {
   try {
+    const Frame frame(*this);
     return eval_expr(e);
   } catch (const EvalError& err) {
     fail_at(e.pos, err);
@@ -51,7 +52,10 @@ namespace {
 Value unary(const std::string& op, const Value& v) {
   if (v.is_undefined()) fail_undefined(v);
   if (v.is_float()) return Value(op == "-" ? -v.as_double() : v.as_double());
-  if (v.is_int() || v.is_bool()) return Value(op == "-" ? -v.as_int() : v.as_int());
+  if (v.is_int() || v.is_bool()) {
+    if (op == "-" && v.as_int() == INT64_MIN) fail_overflow("-(" + std::to_string(v.as_int()) + ")");
+    return Value(op == "-" ? -v.as_int() : v.as_int());
+  }
   eval_fail("bad operand type for unary " + op + ": '" + v.type_name() + "'");
 }
 

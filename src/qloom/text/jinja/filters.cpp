@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "qloom/text/jinja/budget.h"
 #include "qloom/text/jinja/runtime.h"
 
 namespace qloom::text::jinja {
@@ -20,7 +21,20 @@ const Value* arg(const CallArgs& a, size_t i, const std::string& name) {
   return v && !v->is_undefined() ? v : nullptr;
 }
 
-std::string text_of(const Value& v) { return v.str(); }
+// The text a string filter works on, its work charged.
+std::string text_of(const Value& v) {
+  std::string s = v.str();
+  charge_work(s.size());
+  return s;
+}
+
+// A width or indent argument: a count of spaces, within max_value_bytes.
+std::string spaces(const Value& n, const char* what) {
+  if (!n.is_int() && !n.is_bool()) eval_fail(std::string(what) + " must be an integer or a string");
+  const int64_t w = std::max<int64_t>(0, n.as_int());
+  check_value_size(static_cast<uint64_t>(w), what);
+  return std::string(static_cast<size_t>(w), ' ');
+}
 
 // "a.b.0": environment.getitem per part, as jinja2's attribute= arguments do.
 Value attr_path(const Value& item, const std::string& path) {
@@ -29,7 +43,8 @@ Value attr_path(const Value& item, const std::string& path) {
   for (;;) {
     size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    bool digits = !part.empty() && part.size() < 19 &&
+                  std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (cur.is_undefined()) return cur;
     cur = get_item(cur, digits ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
     if (dot == std::string::npos) return cur;
@@ -65,7 +80,7 @@ Value f_tojson(const Value& v, const CallArgs& a) {
   DumpOptions o;
   if (const Value* ind = arg(a, 0, "indent"); ind && !ind->is_none()) {
     o.indent_set = true;
-    o.indent = ind->is_string() ? ind->as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, ind->as_int())), ' ');
+    o.indent = ind->is_string() ? ind->as_string() : spaces(*ind, "the indent of tojson");
     o.item_sep = ",";
   }
   o.ensure_ascii = flag(a, 99, "ensure_ascii");
@@ -91,7 +106,8 @@ Value f_join(const Value& v, const CallArgs& a) {
   std::string out, d = sep ? sep->str() : "";
   bool first = true;
   for (const auto& item : iterate(v)) {
-    out += (first ? "" : d) + (attribute ? attr_path(item, attribute->str()) : item).str();
+    append_checked(out, (first ? "" : d) + (attribute ? attr_path(item, attribute->str()) : item).str(),
+                   "the result of join");
     first = false;
   }
   return out;
@@ -114,22 +130,32 @@ Value f_last(const Value& v, const CallArgs&) {
   return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
 }
 
+// Python's int(float): truncation; NaN, inf and |x| >= 2^63 do not fit.
+int64_t float_to_int(double d) {
+  if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0)) fail_overflow("int(" + format_float(d) + ")");
+  return static_cast<int64_t>(d);
+}
+
 Value f_int(const Value& v, const CallArgs& a) {
   const Value* fallback = a.get(0, "default");
   Value def = fallback ? *fallback : Value(0);
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
-  if (v.is_float()) return Value(static_cast<int64_t>(v.as_double()));
+  if (v.is_float()) return v.as_double() != v.as_double() ? def : Value(float_to_int(v.as_double()));
   if (!v.is_string()) return def;
   std::string s = py_strip(v.as_string(), nullptr, true, true);
-  try {
-    size_t used = 0;
+  size_t used = 0;
+  try {  // out of range: the float parse below, then float_to_int's overflow
     int64_t i = std::stoll(s, &used, 10);
     if (used == s.size()) return Value(i);
-    double d = std::stod(s, &used);
-    if (used == s.size()) return Value(static_cast<int64_t>(d));
   } catch (const std::exception&) {
   }
-  return def;
+  double d = 0;
+  try {
+    d = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return def;
+  }
+  return used == s.size() && d == d ? Value(float_to_int(d)) : def;
 }
 
 Value f_float(const Value& v, const CallArgs& a) {
@@ -149,7 +175,8 @@ Value f_float(const Value& v, const CallArgs& a) {
 
 Value f_items(const Value& v, const CallArgs&) {
   if (v.is_undefined()) return Value::list();
-  if (!v.is_dict()) eval_fail("items filter: can only get item pairs from a mapping, not " + v.type_name());
+  if (!v.is_dict() || v.is_namespace())  // a namespace has no items() (jinja2: not a Mapping)
+    eval_fail("items filter: can only get item pairs from a mapping, not " + v.type_name());
   return get_attr(v, "items").as_function()(CallArgs{});
 }
 
@@ -205,14 +232,15 @@ Value f_map(const Value& v, const CallArgs& a) {
 
 Value f_indent(const Value& v, const CallArgs& a) {
   const Value* w = arg(a, 0, "width");
-  std::string pad = !w ? "    " : w->is_string() ? w->as_string() : std::string(static_cast<size_t>(w->as_int()), ' ');
+  std::string pad = !w ? "    " : w->is_string() ? w->as_string() : spaces(*w, "the width of indent");
   bool first = flag(a, 1, "first"), blank = flag(a, 2, "blank");
   std::string s = text_of(v) + "\n";
   std::vector<std::string> lines;
   for (size_t start = 0, nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1)
     lines.push_back(s.substr(start, nl - start));
   std::string out = lines.empty() ? "" : lines[0];
-  for (size_t i = 1; i < lines.size(); ++i) out += "\n" + ((blank || !lines[i].empty()) ? pad : "") + lines[i];
+  for (size_t i = 1; i < lines.size(); ++i)
+    append_checked(out, "\n" + ((blank || !lines[i].empty()) ? pad : "") + lines[i], "the result of indent");
   return first ? pad + out : out;
 }
 
@@ -274,7 +302,10 @@ Value f_unique(const Value& v, const CallArgs& a) {
 
 Value f_abs(const Value& v, const CallArgs&) {
   if (v.is_float()) return Value(v.as_double() < 0 ? -v.as_double() : v.as_double());
-  if (v.is_int() || v.is_bool()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  if (v.is_int() || v.is_bool()) {
+    if (v.as_int() == INT64_MIN) fail_overflow("abs(" + std::to_string(v.as_int()) + ")");
+    return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  }
   eval_fail("bad operand type for abs(): '" + v.type_name() + "'");
 }
 

@@ -4,6 +4,7 @@
 // them. Undefined, callables and namespaces are not serializable (TypeError).
 #include <algorithm>
 
+#include "qloom/text/jinja/budget.h"
 #include "qloom/text/jinja/runtime.h"
 #include "qloom/text/unicode.h"
 
@@ -17,6 +18,7 @@ void hex4(std::string& out, unsigned v) {
 }
 
 void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
+  charge_work(s.size());
   out += '"';
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -66,6 +68,7 @@ class Dumper {
  private:
   void newline(int level) {
     if (!o_.indent_set) return;
+    check_size(out.size() + o_.indent.size() * static_cast<size_t>(level), "the result of tojson");
     out += '\n';
     for (int i = 0; i < level; ++i) out += o_.indent;
   }
@@ -75,6 +78,8 @@ class Dumper {
 };
 
 void Dumper::dump(const Value& v, int level) {
+  check_size(out.size(), "the result of tojson");
+  charge_work(0);
   switch (v.kind()) {
     case Value::Kind::kNone: out += "null"; return;
     case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
@@ -98,6 +103,7 @@ void Dumper::dump_list(const List& l, int level) {
     out += "[]";
     return;
   }
+  check_value_depth(level + 1);
   out += '[';
   for (size_t i = 0; i < l.size(); ++i) {
     if (i) out += o_.item_sep;
@@ -113,6 +119,7 @@ void Dumper::dump_dict(const Dict& d, int level) {
     out += "{}";
     return;
   }
+  check_value_depth(level + 1);
   std::vector<const std::pair<std::string, Value>*> items;
   for (const auto& kv : d.items()) items.push_back(&kv);
   if (o_.sort_keys)

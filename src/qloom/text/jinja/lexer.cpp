@@ -31,6 +31,13 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+// c is in `set` (strchr alone also "finds" a NUL: the terminator).
+bool one_of(const char* set, char c) { return c != '\0' && std::strchr(set, c) != nullptr; }
+int hex_digit(char c) {
+  if (is_digit(c)) return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
 
 std::string normalise_newlines(const std::string& text, bool keep_trailing) {
   std::string out;
@@ -58,6 +65,7 @@ class Lexer {
   size_t lex_tag(size_t open, size_t body, char kind);
   size_t close_tag(size_t p, char kind, bool minus, bool plus);
   size_t lex_string(size_t p);
+  char32_t hex_escape(size_t q, size_t n) const;
   size_t lex_number(size_t p);
   size_t lex_operator(size_t p, int& depth);
   size_t lex_raw(size_t after);
@@ -73,7 +81,7 @@ std::vector<Token> Lexer::run() {
   size_t pos = 0;
   while (pos < s_.size()) {
     size_t open = pos;
-    while (open + 1 < s_.size() && !(s_[open] == '{' && std::strchr("{%#", s_[open + 1]))) ++open;
+    while (open + 1 < s_.size() && !(s_[open] == '{' && one_of("{%#", s_[open + 1]))) ++open;
     if (open + 1 >= s_.size()) {
       emit_text(pos, s_.size(), 0, false, false);
       break;
@@ -182,6 +190,19 @@ size_t Lexer::lex_raw(size_t after) {
   syntax_error(src_, after, "missing '{% endraw %}' for '{% raw %}'");
 }
 
+// The n hex digits after s_[q] (a \\x, \\u or \\U escape): a Unicode scalar value.
+char32_t Lexer::hex_escape(size_t q, size_t n) const {
+  char32_t cp = 0;
+  for (size_t i = q + 1; i <= q + n; ++i) {
+    const int d = hex_digit(s_[i]);
+    if (d < 0) syntax_error(src_, q, "bad \\" + std::string(1, s_[q]) + " escape in string: expected hex digits");
+    cp = cp * 16 + static_cast<char32_t>(d);
+  }
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    syntax_error(src_, q, "\\" + std::string(1, s_[q]) + " escape in string is not a Unicode scalar value");
+  return cp;
+}
+
 size_t Lexer::lex_string(size_t p) {
   char quote = s_[p];
   std::string v;
@@ -194,11 +215,11 @@ size_t Lexer::lex_string(size_t p) {
     char e = s_[++q];
     static const char* kFrom = "ntr\\'\"abfv0";
     static const char* kTo = "\n\t\r\\'\"\a\b\f\v";
-    const char* hit = std::strchr(kFrom, e);
+    const char* hit = one_of(kFrom, e) ? std::strchr(kFrom, e) : nullptr;
     if (e == 'x' || e == 'u' || e == 'U') {
       size_t n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
       if (q + n >= s_.size()) syntax_error(src_, q, "truncated \\" + std::string(1, e) + " escape in string");
-      text::append_utf8(v, static_cast<char32_t>(std::stoul(s_.substr(q + 1, n), nullptr, 16)));
+      text::append_utf8(v, hex_escape(q, n));
       q += n;
     } else if (e == '0') {
       v += '\0';
@@ -248,7 +269,7 @@ size_t Lexer::lex_operator(size_t p, int& depth) {
     }
   }
   char c = s_[p];
-  if (!std::strchr("+-*/%~<>=|.,:()[]{}", c))
+  if (!one_of("+-*/%~<>=|.,:()[]{}", c))
     syntax_error(src_, p, std::string("unexpected character '") + c + "'");
   if (c == '(' || c == '[' || c == '{') ++depth;
   if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;

@@ -42,12 +42,19 @@ class Parser {
 
   Body parse_template() {
     std::string which;
-    Body body = parse_body({}, "", 0, &which);
-    return body;
+    return parse_body({}, "", 0, &which);
   }
 
  private:
   const Token& cur() const { return toks_[i_]; }
+  Value number_literal(const Token& t) const {
+    try {
+      if (t.type == Tok::kInt) return Value(static_cast<int64_t>(std::stoll(t.text)));
+      return Value(std::stod(t.text));
+    } catch (const std::exception&) {
+      syntax_error(src_, t.pos, "number literal '" + t.text + "' is out of range (integers are 64-bit)");
+    }
+  }
   const Token& peek(size_t k = 1) const { return toks_[std::min(i_ + k, toks_.size() - 1)]; }
   bool is_op(const char* op) const { return cur().type == Tok::kOp && cur().text == op; }
   bool is_name(const char* n) const { return cur().type == Tok::kName && cur().text == n; }
@@ -102,6 +109,18 @@ class Parser {
       if (++p.depth_ > kMaxDepth) p.fail("blocks or expressions nested more than " + std::to_string(kMaxDepth) + " deep");
     }
     ~Nest() { --p.depth_; }
+  };
+  // A left-associative chain (a.b[c]|f|g, a + b + c, a or b) is a tree as deep
+  // as it is long: each link counts one level until the chain ends.
+  struct Chain {
+    Parser& p;
+    int links = 0;
+    void link() {
+      ++links;
+      if (++p.depth_ > kMaxDepth)
+        p.fail("expression chained or nested more than " + std::to_string(kMaxDepth) + " deep");
+    }
+    ~Chain() { p.depth_ -= links; }
   };
   static constexpr int kMaxDepth = 256;
 };
@@ -310,7 +329,9 @@ ExprPtr Parser::parse_expression(bool with_cond) {
 // operand (keyword operand)*, left-associative: the `or` and `and` levels.
 ExprPtr Parser::parse_keyword_chain(const char* keyword, Expr::Kind kind, ExprPtr (Parser::*operand)()) {
   ExprPtr e = (this->*operand)();
+  Chain chain{*this};
   while (is_name(keyword)) {
+    chain.link();
     auto n = make_expr(kind, cur().pos);
     ++i_;
     n->kids.push_back(std::move(e));
@@ -367,9 +388,11 @@ ExprPtr Parser::parse_binary(int level) {
   static const std::vector<std::vector<std::string>> kOps = {{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
   if (level == 4) return parse_unary(true);
   ExprPtr e = parse_binary(level + 1);
+  Chain chain{*this};
   for (;;) {
     const auto& ops = kOps[static_cast<size_t>(level)];
     if (cur().type != Tok::kOp || std::find(ops.begin(), ops.end(), cur().text) == ops.end()) return e;
+    chain.link();
     auto b = make_expr(Expr::Kind::kBinary, cur().pos);
     b->name = cur().text;
     ++i_;
@@ -418,11 +441,7 @@ ExprPtr Parser::parse_primary() {
   }
   if (t.type == Tok::kInt || t.type == Tok::kFloat) {
     auto e = make_expr(Expr::Kind::kLiteral, pos);
-    try {
-      e->value = t.type == Tok::kInt ? Value(static_cast<int64_t>(std::stoll(t.text))) : Value(std::stod(t.text));
-    } catch (const std::exception&) {
-      fail("number literal '" + t.text + "' is out of range");
-    }
+    e->value = number_literal(t);
     ++i_;
     return e;
   }
@@ -468,14 +487,16 @@ ExprPtr Parser::parse_sequence(Expr::Kind kind, const char* close, size_t pos) {
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr e) {
+  Chain chain{*this};
   for (;;) {
+    if (is_op(".") || is_op("[") || is_op("(")) chain.link();
     if (is_op(".")) {
       auto a = make_expr(Expr::Kind::kAttr, cur().pos);
       ++i_;
       if (cur().type == Tok::kInt) {  // x.0 is x[0]
         a->kind = Expr::Kind::kItem;
         auto idx = make_expr(Expr::Kind::kLiteral, cur().pos);
-        idx->value = Value(static_cast<int64_t>(std::stoll(toks_[i_++].text)));
+        idx->value = number_literal(toks_[i_++]);
         a->kids.push_back(std::move(e));
         a->kids.push_back(std::move(idx));
       } else {
@@ -540,7 +561,9 @@ void Parser::parse_call_args(Expr& call) {
 }
 
 ExprPtr Parser::parse_filters(ExprPtr e) {
+  Chain chain{*this};
   for (;;) {
+    if (is_op("|") || is_name("is") || is_op("(")) chain.link();
     if (is_op("|")) {
       auto f = make_expr(Expr::Kind::kFilter, cur().pos);
       ++i_;

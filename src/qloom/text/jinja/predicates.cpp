@@ -48,7 +48,7 @@ bool t_in(const Value& v, const CallArgs& a) {
   const Value& seq = other(a, "in");
   if (seq.is_string()) {
     if (!v.is_string()) eval_fail("'in <string>' requires string as left operand, not " + v.type_name());
-    return seq.as_string().find(v.as_string()) != std::string::npos;
+    return find_sub(seq.as_string(), v.as_string()) != std::string::npos;
   }
   for (const auto& x : iterate(seq))
     if (x.equals(v)) return true;
@@ -64,7 +64,7 @@ bool t_even(const Value& v, const CallArgs&) { return int_of(v, "even") % 2 == 0
 bool t_divisibleby(const Value& v, const CallArgs& a) {
   int64_t d = int_of(other(a, "divisibleby"), "divisibleby");
   if (d == 0) eval_fail("integer division or modulo by zero");
-  return int_of(v, "divisibleby") % d == 0;
+  return d == -1 || int_of(v, "divisibleby") % d == 0;  // INT64_MIN % -1 traps
 }
 bool t_lower(const Value& v, const CallArgs&) { return v.is_string() && py_lower(v.as_string()) == v.as_string(); }
 bool t_upper(const Value& v, const CallArgs&) { return v.is_string() && py_upper(v.as_string()) == v.as_string(); }

@@ -2,9 +2,30 @@
 
 namespace qloom::text::jinja {
 
-Renderer::Renderer(const Source& src, Dict globals, Dict context) : src_(src) {
+Renderer::Renderer(const Source& src, Dict globals, Dict context, Budget& budget) : src_(src), budget_(budget) {
   scopes_.push_back(std::move(globals));
   scopes_.push_back(std::move(context));
+}
+
+Renderer::Frame::Frame(Renderer& renderer) : r(renderer) {
+  r.budget_.step(1);
+  if (++r.depth_ > kMaxRenderDepth) {
+    --r.depth_;
+    eval_fail("template recursion deeper than " + std::to_string(kMaxRenderDepth) +
+              " levels (nested macro calls of deeply nested blocks)");
+  }
+}
+
+void Renderer::emit(std::string& out, const std::string& text) const {
+  const size_t limit = budget_.limits().max_output_bytes;
+  if (out.size() + text.size() > limit)
+    throw EvalError(ErrorKind::kInvalidInput,
+                    "template budget exceeded: output over " + std::to_string(limit) +
+                        " bytes (limit RenderLimits::max_output_bytes)",
+                    "the rendered prompt is larger than any context window; shorten the conversation or fix the "
+                    "template");
+  budget_.step(static_cast<int64_t>(text.size() / 16));
+  out += text;
 }
 
 std::string Renderer::render(const Body& body) {
@@ -28,9 +49,10 @@ Renderer::Flow Renderer::exec(const Body& body, std::string& out) {
 
 Renderer::Flow Renderer::exec_node(const Node& n, std::string& out) {
   try {
+    const Frame frame(*this);
     switch (n.kind) {
-      case Node::Kind::kText: out += n.text; return Flow::kNormal;
-      case Node::Kind::kOutput: out += eval(*n.expr).str(); return Flow::kNormal;
+      case Node::Kind::kText: emit(out, n.text); return Flow::kNormal;
+      case Node::Kind::kOutput: emit(out, eval(*n.expr).str()); return Flow::kNormal;
       case Node::Kind::kIf: return exec_if(n, out);
       case Node::Kind::kFor: return exec_for(n, out);
       case Node::Kind::kSet: exec_set(n); return Flow::kNormal;
@@ -111,6 +133,7 @@ Value loop_object(const List& items, size_t i) {
 Renderer::Flow Renderer::exec_for(const Node& n, std::string& out) {
   List all = iterate(eval(*n.expr)), items;
   for (const auto& item : all) {
+    budget_.step(1);
     if (!n.cond) {
       items.push_back(item);
       continue;
@@ -123,6 +146,7 @@ Renderer::Flow Renderer::exec_for(const Node& n, std::string& out) {
   }
   if (items.empty()) return exec(n.else_body, out);
   for (size_t i = 0; i < items.size(); ++i) {
+    budget_.step(1);
     scopes_.emplace_back();
     scopes_.back().set("loop", loop_object(items, i));
     bind_targets(scopes_.back(), n.targets, items[i]);
@@ -153,9 +177,13 @@ void Renderer::exec_set(const Node& n) {
 // {% call m(args) %}body{% endcall %}: m gets `caller`, which renders body
 // in the scopes of the call site.
 void Renderer::exec_call_block(const Node& n, std::string& out) {
+  size_t names = 0;
+  for (const Dict& d : scopes_) names += d.size();
+  charge_work(names);  // the copy of the call site's scopes, and each caller() below
   std::vector<Dict> site = scopes_;
   const Body* body = &n.body;
-  pending_caller_ = Value::callable("caller", [this, site, body](const CallArgs&) {
+  pending_caller_ = Value::callable("caller", [this, site, body, names](const CallArgs&) {
+    charge_work(names);
     std::vector<Dict> saved = std::move(scopes_);
     scopes_ = site;
     std::string text;
@@ -164,14 +192,15 @@ void Renderer::exec_call_block(const Node& n, std::string& out) {
     return Value(text);
   });
   if (n.expr->kind != Expr::Kind::kCall) eval_fail("{% call %} needs a macro call");
-  out += eval(*n.expr).str();
+  emit(out, eval(*n.expr).str());
   pending_caller_ = Value();
 }
 
 Value Renderer::call_macro(const Node& n, const CallArgs& a, const Value& caller) {
-  constexpr int kMaxMacroDepth = 100;
-  if (macro_depth_ >= kMaxMacroDepth)
-    eval_fail("macro calls nested more than " + std::to_string(kMaxMacroDepth) + " deep (a macro that calls itself without end?)");
+  const int max_depth = budget_.limits().max_macro_depth;
+  if (macro_depth_ >= max_depth)
+    eval_fail("macro calls nested more than " + std::to_string(max_depth) +
+              " deep (a macro that calls itself without end?); limit RenderLimits::max_macro_depth");
   ++macro_depth_;
   struct Unwind {
     int& d;

@@ -28,7 +28,13 @@ struct EvalError : std::runtime_error {
 std::string object_desc(const Value& v);
 
 // ---- Python str semantics on UTF-8 ----
+// The code points of `s`, one string each (32+ bytes a code point: checked
+// against max_value_bytes); cp_offsets: where each starts, then s.size().
 std::vector<std::string> codepoints(const std::string& s);
+std::vector<size_t> cp_offsets(const std::string& s);
+size_t cp_count(const std::string& s);
+// s.find(sub, from) in linear time (two-way search, not the naive one).
+size_t find_sub(const std::string& s, const std::string& sub, size_t from = 0);
 size_t py_len(const Value& v);  // str (code points), list, dict; undefined -> 0
 std::string py_strip(const std::string& s, const Value* chars, bool left, bool right);
 std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_t maxsplit);

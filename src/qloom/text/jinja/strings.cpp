@@ -3,7 +3,9 @@
 // letters: lower() follows Unicode (ICU, per code point); upper(), title() and
 // capitalize() change ASCII letters only.
 #include <algorithm>
+#include <cstring>
 
+#include "qloom/text/jinja/budget.h"
 #include "qloom/text/jinja/runtime.h"
 #include "qloom/text/unicode.h"
 
@@ -21,20 +23,52 @@ std::string object_desc(const Value& v) {
   return "'" + v.type_name() + " object'";
 }
 
+namespace {
+
+size_t cp_len_at(const std::string& s, size_t i) {
+  return std::min(std::max<size_t>(utf8_len(static_cast<unsigned char>(s[i])), 1), s.size() - i);
+}
+
+}  // namespace
+
 std::vector<std::string> codepoints(const std::string& s) {
+  check_value_size(cp_count(s) * sizeof(std::string), "a string split into code points");
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
-    size_t n = std::min(utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
+    size_t n = cp_len_at(s, i);
     out.push_back(s.substr(i, n));
     i += n;
   }
   return out;
 }
 
+std::vector<size_t> cp_offsets(const std::string& s) {
+  charge_work(s.size());
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.size(); i += cp_len_at(s, i)) out.push_back(i);
+  out.push_back(s.size());
+  return out;
+}
+
+size_t cp_count(const std::string& s) {
+  charge_work(s.size());
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); i += cp_len_at(s, i)) ++n;
+  return n;
+}
+
+size_t find_sub(const std::string& s, const std::string& sub, size_t from) {
+  if (from > s.size()) return std::string::npos;
+  const void* hit = memmem(s.data() + from, s.size() - from, sub.data(), sub.size());
+  const size_t at = hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data()) : std::string::npos;
+  charge_work((hit ? at + sub.size() : s.size()) - from);  // the bytes scanned
+  return at;
+}
+
 size_t py_len(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return codepoints(v.as_string()).size();
+    case Value::Kind::kString: return cp_count(v.as_string());
     case Value::Kind::kList: return v.as_list().size();
     case Value::Kind::kDict: return v.as_dict().size();
     default: eval_fail("object of type '" + v.type_name() + "' has no len()");
@@ -63,7 +97,7 @@ std::string join_cps(const std::vector<std::string>& cps, size_t b, size_t e) {
 }  // namespace
 
 std::string py_strip(const std::string& s, const Value* chars, bool left, bool right) {
-  std::vector<std::string> cps = codepoints(s), set;
+  std::vector<std::string> set;
   bool whitespace = !chars || chars->is_none() || chars->is_undefined();
   if (!whitespace) {
     if (!chars->is_string()) eval_fail("strip arg must be None or str");
@@ -72,10 +106,12 @@ std::string py_strip(const std::string& s, const Value* chars, bool left, bool r
   auto strip_it = [&](const std::string& c) {
     return whitespace ? py_space(c) : std::find(set.begin(), set.end(), c) != set.end();
   };
-  size_t b = 0, e = cps.size();
-  while (left && b < e && strip_it(cps[b])) ++b;
-  while (right && e > b && strip_it(cps[e - 1])) --e;
-  return join_cps(cps, b, e);
+  const std::vector<size_t> at = cp_offsets(s);
+  auto cp = [&](size_t k) { return s.substr(at[k], at[k + 1] - at[k]); };
+  size_t b = 0, e = at.size() - 1;
+  while (left && b < e && strip_it(cp(b))) ++b;
+  while (right && e > b && strip_it(cp(e - 1))) --e;
+  return s.substr(at[b], at[e] - at[b]);
 }
 
 std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_t maxsplit) {
@@ -85,7 +121,8 @@ std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_
     if (d.empty()) eval_fail("empty separator");
     size_t start = 0;
     for (size_t hit; (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) &&
-                     (hit = s.find(d, start)) != std::string::npos;) {
+                     (hit = find_sub(s, d, start)) != std::string::npos;) {
+      check_size((out.size() + 2) * sizeof(Value), "the result of split");
       out.push_back(s.substr(start, hit - start));
       start = hit + d.size();
     }
@@ -111,24 +148,26 @@ std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_
 }
 
 std::string py_replace(const std::string& s, const std::string& old, const std::string& with, int64_t count) {
+  const char* what = "the result of replace";
   std::string out;
   if (old.empty()) {  // Python inserts `with` around every code point
-    std::vector<std::string> cps = codepoints(s);
+    const std::vector<size_t> at = cp_offsets(s);
     int64_t n = 0;
-    for (const auto& c : cps) {
-      if (count < 0 || n++ < count) out += with;
-      out += c;
+    for (size_t k = 0; k + 1 < at.size(); ++k) {
+      if (count < 0 || n++ < count) append_checked(out, with, what);
+      append_checked(out, s.substr(at[k], at[k + 1] - at[k]), what);
     }
-    if (count < 0 || n < count) out += with;
+    if (count < 0 || n < count) append_checked(out, with, what);
     return out;
   }
   size_t start = 0;
   int64_t n = 0;
-  for (size_t hit; (count < 0 || n < count) && (hit = s.find(old, start)) != std::string::npos; ++n) {
-    out += s.substr(start, hit - start) + with;
+  for (size_t hit; (count < 0 || n < count) && (hit = find_sub(s, old, start)) != std::string::npos; ++n) {
+    append_checked(out, s.substr(start, hit - start) + with, what);
     start = hit + old.size();
   }
-  return out + s.substr(start);
+  append_checked(out, s.substr(start), what);
+  return out;
 }
 
 std::string py_upper(const std::string& s) {
@@ -191,6 +230,7 @@ bool affix(const std::string& s, const Value& arg, bool prefix) {
 }
 
 Value call_string_method(const std::string& s, const std::string& name, const CallArgs& a) {
+  charge_work(s.size());
   if (name == "strip" || name == "lstrip" || name == "rstrip")
     return py_strip(s, a.get(0, "chars"), name != "rstrip", name != "lstrip");
   if (name == "split") return strings(py_split(s, a.get(0, "sep"), int_arg(a, 1, "maxsplit", -1)));
@@ -205,14 +245,14 @@ Value call_string_method(const std::string& s, const std::string& name, const Ca
     return affix(s, *arg, name == "startswith");
   }
   if (name == "find") {
-    size_t hit = s.find(str_arg(a, 0, name));
-    return hit == std::string::npos ? Value(-1) : Value(static_cast<int64_t>(codepoints(s.substr(0, hit)).size()));
+    size_t hit = find_sub(s, str_arg(a, 0, name));
+    return hit == std::string::npos ? Value(-1) : Value(static_cast<int64_t>(cp_count(s.substr(0, hit))));
   }
   if (name == "count") {
     const std::string& sub = str_arg(a, 0, name);
-    if (sub.empty()) return Value(static_cast<int64_t>(codepoints(s).size() + 1));
+    if (sub.empty()) return Value(static_cast<int64_t>(cp_count(s) + 1));
     int64_t n = 0;
-    for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+    for (size_t p = find_sub(s, sub); p != std::string::npos; p = find_sub(s, sub, p + sub.size())) ++n;
     return Value(n);
   }
   // join
@@ -222,7 +262,7 @@ Value call_string_method(const std::string& s, const std::string& name, const Ca
   bool first = true;
   for (const auto& v : iterate(*items)) {
     if (!v.is_string()) eval_fail("sequence item: expected str instance, " + v.type_name() + " found");
-    out += (first ? "" : s) + v.as_string();
+    append_checked(out, (first ? "" : s) + v.as_string(), "the result of join");
     first = false;
   }
   return out;

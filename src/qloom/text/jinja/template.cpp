@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "qloom/text/jinja/budget.h"
 #include "qloom/text/jinja/parser.h"
 #include "qloom/text/jinja/renderer.h"
 
@@ -13,11 +14,16 @@ Dict mapping_from(const CallArgs& a, const char* who) {
   Dict d;
   for (const auto& arg : a.args) {
     if (!arg.is_dict()) eval_fail(std::string(who) + "() positional arguments must be mappings");
-    for (const auto& [k, v] : arg.as_dict().items()) d.set(k, v);
+    for (const auto& [k, v] : arg.as_dict().items()) {
+      charge_work(d.size());  // Dict::set's search
+      d.set(k, v);
+    }
   }
   for (const auto& [k, v] : a.kwargs) d.set(k, v);
   return d;
 }
+
+constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
 
 Value range_of(const CallArgs& a) {
   std::vector<int64_t> n;
@@ -28,9 +34,15 @@ Value range_of(const CallArgs& a) {
   if (n.empty() || n.size() > 3) eval_fail("range expected 1 to 3 arguments");
   int64_t start = n.size() == 1 ? 0 : n[0], stop = n.size() == 1 ? n[0] : n[1], step = n.size() == 3 ? n[2] : 1;
   if (step == 0) eval_fail("range() arg 3 must not be zero");
-  if ((stop - start) / step > 100000) eval_fail("range too big (more than 100000 items)");
+  // Items: ceil((stop - start) / step), in 128 bits so no bound overflows.
+  const __int128 span = static_cast<__int128>(stop) - start;
+  const __int128 items = (span > 0) != (step > 0) || span == 0 ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
+  if (items > kMaxRange)
+    eval_fail("range too big (more than " + std::to_string(kMaxRange) + " items, jinja2's sandbox limit)");
+  check_value_size(static_cast<size_t>(items) * sizeof(Value), "a range");
   List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
+  int64_t i = start;
+  for (__int128 k = 0; k < items; ++k, i = static_cast<int64_t>(i + static_cast<__int128>(step))) out.emplace_back(i);
   return Value::list(std::move(out));
 }
 
@@ -45,6 +57,7 @@ Value strftime_now(const CallArgs& a, const std::function<std::tm()>& clock) {
   const Value* fmt = a.get(0, "format");
   if (!fmt || !fmt->is_string()) eval_fail("strftime_now() needs a format string");
   std::tm tm = clock ? clock() : local_now();
+  check_value_size(256 + fmt->as_string().size() * 8, "the result of strftime_now");
   std::string buf(256 + fmt->as_string().size() * 8, '\0');
   size_t n = std::strftime(buf.data(), buf.size(), fmt->as_string().c_str(), &tm);
   buf.resize(n);
@@ -61,7 +74,9 @@ Dict make_globals(const RenderOptions& options) {
   auto clock = options.clock;
   g.set("strftime_now", Value::callable("strftime_now", [clock](const CallArgs& a) { return strftime_now(a, clock); }));
   g.set("namespace", Value::callable("namespace", [](const CallArgs& a) {
-          return Value::dict(mapping_from(a, "namespace"), true);
+          Value ns = Value::dict(mapping_from(a, "namespace"), true);
+          if (Budget* b = current_budget()) b->adopt(ns);
+          return ns;
         }));
   g.set("dict", Value::callable("dict", [](const CallArgs& a) { return Value::dict(mapping_from(a, "dict")); }));
   g.set("range", Value::callable("range", range_of));
@@ -82,7 +97,8 @@ Template Template::parse(const std::string& source, const std::string& name, con
 std::string Template::render(const Value& context, const RenderOptions& options) const {
   if (!context.is_dict())
     throw Error(ErrorKind::kUsage, src_->name, "", "the render context must be a dict, not " + context.type_name());
-  Renderer r(*src_, make_globals(options), context.as_dict());
+  Budget budget(options.limits);
+  Renderer r(*src_, make_globals(options), context.as_dict(), budget);
   return r.render(*body_);
 }
 

@@ -21,6 +21,7 @@
 // import), filter blocks, recursive loops, autoescape, % string formatting.
 #pragma once
 
+#include <cstdint>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -32,10 +33,30 @@
 
 namespace qloom::text::jinja {
 
+// What one render may spend. A template comes with the model or with a
+// request, so it is untrusted: exceeding any limit stops the render with a
+// qloom::Error kInvalidInput naming the template line and the limit.
+struct RenderLimits {
+  // Work: one step per expression evaluated, tag executed and loop iteration,
+  // plus one per 16 bytes (or list items) a builtin reads, copies or creates.
+  // 5M steps take about half a second on one core; HF chat templates need
+  // well under 100k for a long conversation.
+  int64_t max_steps = 5'000'000;
+  // The rendered text. 16 MiB is ~4M tokens, beyond any context window.
+  size_t max_output_bytes = size_t(16) << 20;
+  // Any one string or list the template creates (a list counts the memory of
+  // its items, sizeof(Value) each; its strings are shared, not copied).
+  size_t max_value_bytes = size_t(16) << 20;
+  // Macro calls in progress (recursion), and nesting of lists / dicts.
+  int max_macro_depth = 100;
+  int max_value_depth = 128;
+};
+
 struct RenderOptions {
   // The local time strftime_now formats (transformers: datetime.now()).
   // Empty: the machine's clock and time zone.
   std::function<std::tm()> clock;
+  RenderLimits limits;
 };
 
 class Template {
@@ -49,7 +70,8 @@ class Template {
   // Renders with the keys of `context` (a dict) as variables. Throws
   // qloom::Error naming the template and line:column: kInvalidInput for
   // raise_exception (message = the template's message), undefined values used
-  // where jinja2 raises, type errors; kUnsupported for unsupported operations.
+  // where jinja2 raises, type errors, integer overflow, a RenderLimits limit
+  // exceeded; kUnsupported for unsupported operations.
   std::string render(const Value& context, const RenderOptions& options = {}) const;
 
   const std::string& name() const { return src_->name; }
