@@ -3,6 +3,7 @@
 #include <system_error>
 
 #include "qloom/core/error.h"
+#include "qloom/model/config_check.h"
 #include "qloom/quant/rotation.h"
 
 namespace qloom::validate {
@@ -75,6 +76,7 @@ CheckpointPair CheckpointPair::open(const fs::path& source, const fs::path& quan
 
   if (!source.empty()) {
     impl->source.emplace(io::ModelDir::open(source));  // throws: bad input
+    model::validate_config(impl->source->config(), (source / "config.json").string());
     try {
       impl->source_weights = &impl->source->weights();
     } catch (const std::exception& e) {
@@ -84,6 +86,7 @@ CheckpointPair CheckpointPair::open(const fs::path& source, const fs::path& quan
 
   try {
     impl->quantized.emplace(io::ModelDir::open(quantized));
+    model::validate_config(impl->quantized->config(), (quantized / "config.json").string());
   } catch (const std::exception& e) {
     impl->quantized_error = describe_error(e);
   }
