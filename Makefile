@@ -7,7 +7,7 @@
 #   make test-full set up, build, run every test, the `full` sweeps included
 #   make bench     set up, build, run the benchmarks (figures, not pass/fail)
 #   make build     set up and build
-#   make fuzz      libFuzzer on the safetensors and GGUF header parsers (FUZZ_SECONDS=300 each)
+#   make fuzz      libFuzzer on the safetensors / GGUF headers and config.json (FUZZ_SECONDS=300 each)
 #   make sanitize  the whole suite under an ASan+UBSan build (build-asan/)
 #   make clean     remove build directories
 
@@ -73,21 +73,25 @@ build-fuzz/CMakeCache.txt:
 	  -DQLOOM_BUILD_BENCH=OFF >/dev/null
 
 fuzz-build: build-fuzz/CMakeCache.txt
-	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header
+	cmake --build build-fuzz -j $(JOBS) --target qloom_fuzz_safetensors_header qloom_fuzz_gguf_header \
+	  qloom_fuzz_config_json
 
-# Both parsers, FUZZ_SECONDS each.
+# Every target, FUZZ_SECONDS each.
 fuzz: fuzz-build
-	mkdir -p fuzz/corpus-work fuzz/corpus_gguf-work
+	mkdir -p fuzz/corpus-work fuzz/corpus_gguf-work fuzz/corpus_config-work
 	./build-fuzz/fuzz/qloom_fuzz_safetensors_header -max_total_time=$(FUZZ_SECONDS) \
 	  -dict=fuzz/safetensors.dict -print_final_stats=1 fuzz/corpus-work fuzz/corpus
 	./build-fuzz/fuzz/qloom_fuzz_gguf_header -max_total_time=$(FUZZ_SECONDS) \
 	  -dict=fuzz/gguf.dict -print_final_stats=1 fuzz/corpus_gguf-work fuzz/corpus_gguf
+	./build-fuzz/fuzz/qloom_fuzz_config_json -max_total_time=$(FUZZ_SECONDS) \
+	  -dict=fuzz/config.dict -print_final_stats=1 fuzz/corpus_config-work fuzz/corpus_config
 
-# Both parsers within FUZZ_SMOKE_SECONDS in all (half each).
-FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + 1) / 2 )))
+# Every target within FUZZ_SMOKE_SECONDS in all (a third each).
+FUZZ_SMOKE_EACH = $(shell echo $$(( ($(FUZZ_SMOKE_SECONDS) + 2) / 3 )))
 fuzz-smoke: fuzz-build
 	@$(call fuzz_smoke_one,safetensors header,qloom_fuzz_safetensors_header,safetensors.dict,corpus)
 	@$(call fuzz_smoke_one,GGUF header,qloom_fuzz_gguf_header,gguf.dict,corpus_gguf)
+	@$(call fuzz_smoke_one,config.json validation,qloom_fuzz_config_json,config.dict,corpus_config)
 
 # $(call fuzz_smoke_one,label,binary,dict,corpus dir)
 define fuzz_smoke_one

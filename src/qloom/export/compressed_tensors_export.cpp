@@ -15,6 +15,7 @@
 #include "qloom/export/quark_tensors.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/model_dir.h"
+#include "qloom/io/output_guard.h"
 #include "qloom/model/config_check.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/quant/layer_selection.h"
@@ -310,6 +311,7 @@ CtExportSummary export_compressed_tensors(const fs::path& quark_dir, const fs::p
   const Plan p = make_plan(dir);
   const PackOrder order = pack_order_of(dir.config()["quantization_config"]);
 
+  if (opts.overwrite) io::check_replaceable_output(out_dir);  // only an empty dir or a checkpoint
   io::AtomicDir out(out_dir, opts.overwrite);
   io::WriterOptions wo;
   wo.max_shard_bytes = opts.max_shard_bytes;

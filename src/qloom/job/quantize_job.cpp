@@ -117,6 +117,8 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
                                const CalibrationProgressFn& calib_progress) {
   const auto t_start = Clock::now();
   QuantizeSummary sum;
+  if (o.output_dir.empty())  // "" is no directory (it used to reach the exporter as an internal error)
+    throw Error(ErrorKind::kUsage, "", "--output_dir", "is empty", "pass the directory to write the quantized model to");
   const io::ModelDir source = io::ModelDir::open(o.model_dir, /*open_weights=*/true);
   model::validate_config(source.config(), (o.model_dir / "config.json").string());  // every scheme, RTN too
   // 1. The --quant_algo stages (unknown or unimplemented names and bad
