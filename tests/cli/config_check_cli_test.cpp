@@ -76,6 +76,31 @@ TEST(ConfigCheckCli, EveryCommandRejectsEachBadConfigWithTheSameMessage) {
   }
 }
 
+TEST(ConfigCheckCli, ConvertAndServeRejectABadQuantizedConfig) {
+  TempDir t("cfgcheck");
+  const fs::path q = t / "q";
+  const CommandResult made = run_qloom({"quantize", "--model_dir", QLOOM_DEMO_MODEL_DIR, "--output_dir", q.string(),
+                                        "--quant_scheme", "int4_wo_per_channel", "--exclude_unsupported"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto cfg = nlohmann::ordered_json::parse(read_file(q / "config.json"));
+  cfg["rope_theta"] = -1;
+  std::ofstream(q / "config.json") << cfg.dump(2);
+  const std::string msg = "config field \"rope_theta\" = -1 must be a finite number > 0";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"convert", q.string(), "--to", "compressed-tensors", "--output_dir", (t / "ct").string()},
+           {"convert", q.string(), "--to", "gguf", "--output", (t / "m.gguf").string()},
+           {"serve", q.string(), "--port", "0", "--threads", "1"}}) {
+    SCOPED_TRACE(args[0] + " " + args[3]);
+    std::vector<std::string> argv = {"timeout", "60", QLOOM_CLI_PATH};  // serve would listen if it loaded
+    argv.insert(argv.end(), args.begin(), args.end());
+    const CommandResult r = run_command(argv);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(msg), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(t / "ct"));
+  EXPECT_FALSE(fs::exists(t / "m.gguf"));
+}
+
 TEST(ConfigCheckCli, GoodDemoConfigStillQuantizesWithRtn) {
   TempDir t("cfgcheck");
   const CommandResult r = run_qloom({"quantize", "--model_dir", QLOOM_DEMO_MODEL_DIR, "--output_dir",
