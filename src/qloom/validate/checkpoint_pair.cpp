@@ -76,12 +76,13 @@ CheckpointPair CheckpointPair::open(const fs::path& source, const fs::path& quan
 
   if (!source.empty()) {
     impl->source.emplace(io::ModelDir::open(source));  // throws: bad input
-    model::validate_config(impl->source->config(), (source / "config.json").string());
     try {
       impl->source_weights = &impl->source->weights();
     } catch (const std::exception& e) {
       impl->source_weights_error = describe_error(e);
     }
+    // The values next, as every command checks them (after the sizes against the tensors, reported above).
+    if (impl->source_weights) model::validate_config(impl->source->config(), (source / "config.json").string());
   }
 
   try {
