@@ -12,7 +12,7 @@
 //   - integers must be JSON integers. 64.0 is a float in JSON, and
 //     transformers would keep it a float (nn.Linear / range() then fail), so
 //     it is rejected like "64" and 64.5;
-//   - counts and sizes within [min, max] (config_limits() below): positive
+//   - counts and sizes within [min, max] (config_int_limits() below): positive
 //     sizes, upper bounds so that nothing allocates absurd memory;
 //   - floats finite and in range: rope_theta > 0, rms_norm_eps in (0, 1], ...;
 //   - booleans and model_type of the right type;
