@@ -70,6 +70,8 @@ TEST(OutputGuard, EmptyMissingAndCheckpointDirsMayBeReplaced) {
   EXPECT_NO_THROW(check_replaceable_output(t / "multi"));
   t.write("gguf_only/llama.gguf", "GGUF");
   EXPECT_NO_THROW(check_replaceable_output(t / "gguf_only"));
+  t.write("no_weights/config.json", R"({"architectures": ["LlamaForCausalLM"]})");  // a broken export
+  EXPECT_NO_THROW(check_replaceable_output(t / "no_weights"));
 }
 
 TEST(OutputGuard, UserDirectoriesAreRefused) {
@@ -84,6 +86,9 @@ TEST(OutputGuard, UserDirectoriesAreRefused) {
   t.write("bad_config/config.json", "not json");
   t.write("bad_config/model.safetensors", "x");
   EXPECT_NE(refusal(t / "bad_config").find("holds no model checkpoint"), std::string::npos);
+  t.write("tool_config/config.json", R"({"name": "my tool", "verbose": true})");  // not a model's
+  t.write("tool_config/data.txt", "x");
+  EXPECT_NE(refusal(t / "tool_config").find("holds no model checkpoint"), std::string::npos);
   write_checkpoint(t, "nested");
   write_checkpoint(t, "nested/hf_format");
   t.write("nested/hf_format/extra/file", "x");

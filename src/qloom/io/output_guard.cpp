@@ -34,17 +34,20 @@ bool contains(const fs::path& dir, const fs::path& p) {
   return !rel.empty() && *rel.begin() != "..";
 }
 
-bool json_object_file(const fs::path& p) {
+// A HuggingFace model config: a JSON object naming its model_type or architectures.
+bool hf_config_file(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_regular_file(fs::symlink_status(p, ec)) || fs::file_size(p, ec) > kMaxConfigBytes) return false;
   std::ifstream in(p, std::ios::binary);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return j.is_object();
+  if (!j.is_object()) return false;
+  const auto t = j.find("model_type"), a = j.find("architectures");
+  return (t != j.end() && t->is_string()) || (a != j.end() && a->is_array());
 }
 
 // "" when `dir` holds a checkpoint (see the header), else what is in the way.
 std::string not_a_checkpoint(const fs::path& dir, bool top) {
-  bool config = false, safetensors = false, gguf = false, other = false;
+  bool config = false, gguf = false, other = false;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
@@ -53,19 +56,18 @@ std::string not_a_checkpoint(const fs::path& dir, bool top) {
       if (!top || (name != "hf_format" && name != "compressed-tensors"))
         return "it holds the directory \"" + name + "\", which qloom does not write";
       if (std::string why = not_a_checkpoint(e.path(), false); !why.empty()) return name + "/: " + why;
-      config = safetensors = true;  // a multi-format output's subdirectory
+      config = true;  // a multi-format output's subdirectory
       continue;
     }
     if (!fs::is_regular_file(st)) return "\"" + name + "\" is not a regular file";
-    if (name == "config.json") config = json_object_file(e.path());
-    else if (e.path().extension() == ".safetensors") safetensors = true;
+    if (name == "config.json") config = hf_config_file(e.path());
     else if (e.path().extension() == ".gguf") gguf = true;
     else other = true;
   }
   if (ec) return "it cannot be listed (" + ec.message() + ")";
-  if (config && safetensors) return "";
-  if (gguf && !config && !safetensors && !other) return "";
-  return "it is not empty and holds no model checkpoint (config.json with *.safetensors, or only *.gguf files)";
+  if (config) return "";
+  if (gguf && !other) return "";
+  return "it is not empty and holds no model checkpoint (a config.json with model_type, or only *.gguf files)";
 }
 
 }  // namespace

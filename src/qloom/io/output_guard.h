@@ -4,10 +4,13 @@
 // anything is written.
 //
 // Replaceable: an empty directory, or one holding a model checkpoint qloom
-// could have written — config.json (a JSON object) beside at least one
-// *.safetensors file (Quark hf_format, compressed-tensors, an HF model), or
-// only *.gguf files (a gguf-only export); subdirectories only as qloom's
-// multi-format layout (hf_format/, compressed-tensors/, each a checkpoint).
+// could have written — a HuggingFace config.json (a JSON object with
+// model_type or architectures: Quark hf_format, compressed-tensors, an HF
+// model; its weights may be missing, as in a broken export the agent
+// re-exports), or only *.gguf files (a gguf-only export); subdirectories
+// only as qloom's multi-format layout (hf_format/, compressed-tensors/, each
+// a checkpoint). Other top-level files are allowed: the exporters copy the
+// source's auxiliary files (README.md, LICENSE, ...).
 // Never: "/", the current directory, $HOME, or a directory that contains
 // one of them (whatever it holds). The source model directory is guarded by
 // exporter::check_output_location. Throws kUsage naming the directory,
