@@ -77,7 +77,7 @@ build-fuzz/CMakeCache.txt:
 FUZZ_TARGETS = safetensors_header:safetensors:corpus gguf_header:gguf:corpus_gguf \
   tokenizer_json:tokenizer:corpus_tokenizer http_request:http:corpus_http \
   serve_request:serve_request:corpus_serve_request \
-  jinja_render:jinja:corpus_jinja
+  jinja_render:jinja:corpus_jinja config_json:config:corpus_config
 fuzz_name = $(word 1,$(subst :, ,$(1)))
 fuzz_dict = $(word 2,$(subst :, ,$(1)))
 fuzz_corpus = $(word 3,$(subst :, ,$(1)))

@@ -128,7 +128,8 @@ def quantize_via_prompt(prompt, *, workspace, quark_root=None, interactive=None,
     default 0.03). ``quark_root``: seed 000's Quark checkout; qloom is its
     own backend and neither reads nor writes it, but records it in the
     assessment. Raises :class:`OutcomeError` when no assessment could be
-    written, :class:`UsageError` for bad arguments.
+    written, :class:`UsageError` for bad arguments (among them an empty or
+    whitespace-only prompt, or one holding a control character such as NUL).
     """
     return run(prompt, workspace=workspace, quark_root=quark_root, interactive=interactive,
                acceptable_eval_gap=acceptable_eval_gap, max_requantize_attempts=max_requantize_attempts)

@@ -69,6 +69,23 @@ def test_bad_arguments_are_usage_errors(tmp_path):
         qloom.quantize_via_prompt("x", workspace=tmp_path / "ws", acceptable_eval_gap=-0.1)
 
 
+@pytest.mark.parametrize("prompt, message", [
+    ("", "is empty"),
+    ("  \t\n ", "holds only whitespace"),
+    ("quantize the bundled model\x00 to fp8", "control character 0x00 at byte 26"),
+    ("quantize the bundled model to fp8\x1b[2J", "control character 0x1B"),
+    ("quantize the bundled model to fp8\x7f", "control character 0x7F"),
+])
+def test_empty_or_control_character_prompts_are_usage_errors(tmp_path, prompt, message):
+    # Issue 30 item 9: "" returned verdict aborted and a NUL byte ran the whole pipeline.
+    ws = tmp_path / "ws"
+    with pytest.raises(qloom.UsageError) as ei:
+        qloom.quantize_via_prompt(prompt, workspace=ws, interactive=False)
+    assert isinstance(ei.value, ValueError)
+    assert ei.value.field == "prompt" and message in ei.value.message
+    assert not (ws / "assessment.json").exists()
+
+
 def test_phase_progress_callback(tmp_path):
     events = []
     a = qloom.run(f"quantize {tmp_path / 'missing'} to fp8", workspace=tmp_path / "ws", interactive=False,

@@ -112,6 +112,11 @@ TEST(ModelExport, ExistingOutputNeedsOverwriteAndIsReplacedWhole) {
   EXPECT_TRUE(fs::exists(out / "stale.txt"));
   job::QuantizeOptions o = demo(out, {"hf_format", "gguf"});
   o.overwrite = true;
+  // Not a checkpoint: --overwrite refuses it (io/output_guard.h); an earlier export is replaced.
+  EXPECT_EQ(test::catch_error([&] { job::quantize_model(o); }).kind(), ErrorKind::kUsage);
+  EXPECT_TRUE(fs::exists(out / "stale.txt"));
+  tmp.write("out/config.json", "{\"model_type\": \"llama\"}");
+  tmp.write("out/model.safetensors", "an earlier export");
   (void)job::quantize_model(o);
   EXPECT_FALSE(fs::exists(out / "stale.txt"));
   EXPECT_TRUE(fs::exists(out / "llama.gguf"));

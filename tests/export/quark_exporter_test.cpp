@@ -343,6 +343,13 @@ TEST(QuarkExporter, RefusesAnExistingOutputUnlessOverwrite) {
   EXPECT_EQ(read_file(t / "out" / "old.txt"), "old");
   ExportOptions o;
   o.overwrite = true;
+  // --overwrite replaces a checkpoint only (io/output_guard.h), never a directory of other files.
+  e = catch_error([&] { QuarkExporter ex(src, t / "out", o); });
+  EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  EXPECT_NE(e.message().find("--overwrite refuses to replace"), std::string::npos) << e.message();
+  EXPECT_EQ(read_file(t / "out" / "old.txt"), "old");
+  t.write("out/config.json", "{\"model_type\": \"llama\"}");
+  t.write("out/model.safetensors", "an earlier export");
   LayerQuantSpec l;
   l.weight = test::fp8_per_tensor();
   QuarkExporter ex(src, t / "out", o);

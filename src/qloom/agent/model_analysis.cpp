@@ -15,6 +15,7 @@
 #include "qloom/core/error.h"
 #include "qloom/core/format.h"
 #include "qloom/model/architecture.h"
+#include "qloom/model/config_check.h"
 #include "qloom/model/model_config.h"
 #include "qloom/io/hub_id.h"
 #include "qloom/io/json_read.h"
@@ -145,6 +146,7 @@ std::vector<std::string> read_architectures(const json& config, const Fields& f)
 std::optional<model::ModelConfig> engine_parse(const json& config, const std::string& config_file, ConfigFacts& x) {
   std::optional<model::ModelConfig> mc;
   x.engine_type = model::find_architecture(x.model_type) != nullptr;
+  model::validate_config(config, config_file);  // bad values are errors, whatever the engine supports
   try {
     mc = model::ModelConfig::parse(config, config_file);
     x.engine_ok = true;

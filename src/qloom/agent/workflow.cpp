@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -54,6 +55,28 @@ std::optional<std::string> preflight_problem() {
   return std::nullopt;
 }
 
+// The prompt at the library boundary (issue 30 item 9): an empty or
+// whitespace-only prompt, or one holding a control character (NUL, ESC, DEL
+// ...; tab and newlines are text), is a usage error, never a run.
+void check_prompt(const std::string& prompt) {
+  bool text = false;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const auto c = static_cast<unsigned char>(prompt[i]);
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    if ((c < 0x20 && !space) || c == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "%02X", c);
+      throw Error(ErrorKind::kUsage, "", "prompt",
+                  std::string("holds the control character 0x") + code + " at byte " + std::to_string(i),
+                  "pass the request as plain text");
+    }
+    text = text || !space;
+  }
+  if (!text)
+    throw Error(ErrorKind::kUsage, "", "prompt", prompt.empty() ? "is empty" : "holds only whitespace",
+                "say what to quantize, e.g. \"quantize the bundled model to int4 g32\"");
+}
+
 }  // namespace
 
 fs::path bundled_demo_model() {
@@ -62,6 +85,7 @@ fs::path bundled_demo_model() {
 }
 
 RunResult quantize_via_prompt(const std::string& prompt, const RunOptions& options) {
+  check_prompt(prompt);
   if (options.workspace.empty())
     throw Error(ErrorKind::kUsage, "", "workspace", "no workspace given", "pass --workspace DIR");
   if (options.max_requantize_attempts < 0)

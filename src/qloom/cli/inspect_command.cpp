@@ -11,6 +11,7 @@
 #include "qloom/cli/flags.h"
 #include "qloom/cli/model_spec.h"
 #include "qloom/io/model_dir.h"
+#include "qloom/model/config_check.h"
 #include "qloom/model/gguf_convert.h"
 #include "qloom/model/gguf_inspect.h"
 #include "qloom/model/inspect.h"
@@ -77,6 +78,9 @@ void register_inspect(CLI::App& app, CommandFn& run) {
       // A hub id downloads config.json only; its weights are summarized once cached.
       const std::string path = resolve_model_arg(opts->model_dir, io::HubFetch::kConfigOnly);
       const io::ModelDir dir = io::ModelDir::open(path);
+      // The sizes against the tensors first (io/config_sizes.h), then the values, as every command.
+      if (!dir.weight_files().empty()) (void)dir.weights();
+      model::validate_config(dir.config(), (std::filesystem::path(path) / "config.json").string());
       if (path != opts->model_dir && dir.weight_files().empty()) {
         std::cout << (opts->json ? config_only_json(dir).dump(2) + "\n" : format_config_only(dir));
         return 0;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "qloom/core/error.h"
+#include "qloom/eval/finite_logits.h"
 
 namespace qloom::eval {
 namespace {
@@ -105,10 +106,8 @@ KldResult run_kld(engine::Model& source, const engine::ForwardHooks* source_hook
   KldResult r;
   for (const Window& w : windows) {
     const std::vector<int32_t> toks = window_tokens(doc, w);
-    cache_s->clear();
-    cache_q->clear();
-    const std::vector<float> ls = source.forward(toks, *cache_s, false, source_hooks);
-    const std::vector<float> lq = quantized.forward(toks, *cache_q, false, quantized_hooks);
+    const std::vector<float> ls = finite_forward(source, toks, *cache_s, source_hooks, "kld (the source model)");
+    const std::vector<float> lq = finite_forward(quantized, toks, *cache_q, quantized_hooks, "kld");
     for (int64_t t = w.first_target; t < w.length; ++t) {
       const size_t row = size_t(t - 1) * size_t(vocab);
       r.stats.add(ls.data() + row, lq.data() + row, vocab, doc[size_t(w.begin + t)]);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "qloom/core/error.h"
+#include "qloom/eval/finite_logits.h"
 #include "qloom/text/unicode.h"
 #include "qloom/eval/perplexity.h"
 #include "qloom/eval/py_str.h"
@@ -60,8 +61,7 @@ OptionScore score_option(engine::Model& model, const engine::ForwardHooks* hooks
   seq.pop_back();
   const auto n_cont = int64_t(std::min(pair.continuation.size(), seq.size()));
   if (!cache || cache->capacity() < int64_t(seq.size())) cache = model.new_cache(int64_t(seq.size()));
-  cache->clear();
-  const std::vector<float> logits = model.forward(seq, *cache, false, hooks);
+  const std::vector<float> logits = finite_forward(model, seq, *cache, hooks, "accuracy (option log-likelihoods)");
   const int64_t vocab = model.config().vocab_size;
   OptionScore s;
   s.tokens = n_cont;

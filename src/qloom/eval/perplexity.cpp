@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "qloom/core/error.h"
+#include "qloom/eval/finite_logits.h"
 #include "qloom/quant/distortion.h"
 
 namespace qloom::eval {
@@ -100,9 +101,8 @@ PplResult run_perplexity(engine::Model& model, const engine::ForwardHooks* hooks
   std::unique_ptr<engine::KvCache> cache = model.new_cache(max_len);
   for (size_t i = 0; i < windows.size(); ++i) {
     const Window& w = windows[i];
-    cache->clear();
     const std::vector<int32_t> toks = window_tokens(doc, w);
-    const std::vector<float> logits = model.forward(toks, *cache, false, hooks);
+    const std::vector<float> logits = finite_forward(model, toks, *cache, hooks, "ppl");
     r.nll.merge(score_window(doc, w, logits.data(), vocab, &r.token_nll));
     ++r.windows;
     if (on_window && !on_window(r.windows)) break;

@@ -15,6 +15,8 @@
 #include "qloom/export/quark_tensors.h"
 #include "qloom/io/atomic_dir.h"
 #include "qloom/io/model_dir.h"
+#include "qloom/io/output_guard.h"
+#include "qloom/model/config_check.h"
 #include "qloom/io/safetensors_writer.h"
 #include "qloom/quant/layer_selection.h"
 
@@ -304,10 +306,12 @@ CtExportSummary export_compressed_tensors(const fs::path& quark_dir, const fs::p
                                           const CtExportOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
   const io::ModelDir dir = io::ModelDir::open(quark_dir, true);
+  model::validate_config(dir.config(), (quark_dir / "config.json").string());
   check_output_location(out_dir, quark_dir);
   const Plan p = make_plan(dir);
   const PackOrder order = pack_order_of(dir.config()["quantization_config"]);
 
+  if (opts.overwrite) io::check_replaceable_output(out_dir);  // only an empty dir or a checkpoint
   io::AtomicDir out(out_dir, opts.overwrite);
   io::WriterOptions wo;
   wo.max_shard_bytes = opts.max_shard_bytes;

@@ -16,6 +16,7 @@
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_progressive.h"
 #include "qloom/io/atomic_dir.h"
+#include "qloom/io/output_guard.h"
 
 namespace qloom::exporter {
 namespace fs = std::filesystem;
@@ -321,6 +322,7 @@ QuarkExporter::QuarkExporter(const io::ModelDir& src, fs::path out_dir, ExportOp
     throw Error(ErrorKind::kUsage, "", "model dtype",
                 "the model dtype must be bf16, f16 or f32, got " + std::string(dtype_name(m.model_dtype)), "");
   m.out_dir = o;
+  if (opts.overwrite) io::check_replaceable_output(out_dir);  // only an empty dir or a checkpoint
   m.dir.emplace(out_dir, opts.overwrite);
 }
 

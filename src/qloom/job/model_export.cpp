@@ -10,6 +10,7 @@
 #include "qloom/export/gguf_export.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/io/atomic_dir.h"
+#include "qloom/io/output_guard.h"
 
 namespace qloom::job {
 namespace {
@@ -100,6 +101,7 @@ OutputPublisher::OutputPublisher(const QuantizeOptions& o, const fs::path& sourc
   if (m.gguf.name.empty()) m.gguf.name = fs::absolute(o.output_dir).lexically_normal().parent_path().filename().string();
   if (m.quark_only) return;  // the Quark exporter checks and publishes OUT itself
   exporter::check_output_location(o.output_dir, source_dir);
+  if (o.overwrite) io::check_replaceable_output(o.output_dir);  // only an empty dir or a checkpoint
   m.publish.emplace(o.output_dir, o.overwrite);  // refuses an existing OUT without --overwrite
   fs::path work_target = o.output_dir;
   work_target += ".work";

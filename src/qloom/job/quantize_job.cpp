@@ -12,6 +12,7 @@
 #include "qloom/export/quark_config.h"
 #include "qloom/export/quark_exporter.h"
 #include "qloom/io/model_dir.h"
+#include "qloom/model/config_check.h"
 #include "qloom/quant/rotation.h"
 #include "qloom/quant/rotation_stage.h"
 #include "qloom/quant/scheme_registry.h"
@@ -116,7 +117,10 @@ QuantizeSummary quantize_model(const QuantizeOptions& o, const ProgressFn& progr
                                const CalibrationProgressFn& calib_progress) {
   const auto t_start = Clock::now();
   QuantizeSummary sum;
+  if (o.output_dir.empty())  // "" is no directory (it used to reach the exporter as an internal error)
+    throw Error(ErrorKind::kUsage, "", "--output_dir", "is empty", "pass the directory to write the quantized model to");
   const io::ModelDir source = io::ModelDir::open(o.model_dir, /*open_weights=*/true);
+  model::validate_config(source.config(), (o.model_dir / "config.json").string());  // every scheme, RTN too
   // 1. The --quant_algo stages (unknown or unimplemented names and bad
   //    configs fail here, before anything is written); the rotation pre-pass
   //    writes the rotated model, which the rest of the job quantizes.

@@ -11,6 +11,7 @@
 #include "qloom/io/gguf.h"
 #include "qloom/io/gguf_dequant.h"
 #include "qloom/io/safetensors_writer.h"
+#include "qloom/model/config_check.h"
 #include "qloom/model/gguf_config.h"
 #include "qloom/model/gguf_tensors.h"
 #include "qloom/model/gguf_tokenizer.h"
@@ -90,6 +91,7 @@ GgufConvertSummary convert_gguf(const fs::path& gguf, const fs::path& output_dir
   check_output_dir(gguf, output_dir, exists_empty);
   const io::GgufFile f = io::GgufFile::open(gguf);
   const GgufModelInfo info = read_gguf_model_info(f, opts.dtype == DType::kF32 ? "float32" : "bfloat16");
+  validate_config(info.config, gguf.string() + " (config.json from its metadata)");
   const auto plans = plan_gguf_tensors(f, info);
   const GgufTokenizerFiles tok = gguf_tokenizer_files(f);
 

@@ -9,6 +9,7 @@
 #include "qloom/core/error.h"
 #include "qloom/core/float_codec.h"
 #include "qloom/model/architecture.h"
+#include "qloom/model/config_check.h"
 #include "qloom/model/config_keys.h"
 #include "qloom/model/config_reader.h"
 #include "qloom/model/model_config.h"
@@ -205,7 +206,7 @@ const json& text_part(const json& config, const std::string& source) {
 }  // namespace
 
 ModelConfig ModelConfig::parse(const nlohmann::json& config, const std::string& source) {
-  if (!config.is_object()) throw_invalid(source, "", "config.json must hold a JSON object");
+  validate_config(config, source);  // types and bounds, as every command checks them
   const json& text = text_part(config, source);
   Reader r{text, source, &text == &config ? "" : "text_config."};
   ModelConfig c;

@@ -5,10 +5,29 @@
 #include <cmath>
 #include <mutex>
 
+#include "qloom/core/error.h"
+
 namespace qloom::quant {
 float abs_max(const float* x, int64_t n) {
   float m = 0.0f;
   for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(x[i]));  // fmax drops NaN
+  return m;
+}
+
+float observed_amax(const std::string& module, const char* what, const float* x, int64_t n) {
+  float m = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    finite = finite && std::isfinite(a);
+    m = std::fmax(m, a);
+  }
+  if (!finite)
+    throw Error(ErrorKind::kInvalidInput, "", module,
+                std::string("calibration: the ") + what + " of " + module +
+                    " holds NaN or inf, so no static scale can be computed for it",
+                "check the model's weights for NaN / inf (e.g. its norms) or the calibration data; "
+                "excluding the layer does not help when an earlier layer produced the values");
   return m;
 }
 
@@ -31,11 +50,11 @@ AmaxObservation observe_activation_amax(engine::Model& model, const CalibrationD
   engine::ForwardHooks hooks;
   if (!input_modules.empty())
     hooks.linear_input = [&](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
-      if (input_modules.count(s.module)) record(obs.input_amax, s.module, abs_max(x, rows * cols));
+      if (input_modules.count(s.module)) record(obs.input_amax, s.module, observed_amax(s.module, "input", x, rows * cols));
     };
   if (!output_modules.empty())
     hooks.linear_output = [&](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
-      if (output_modules.count(s.module)) record(obs.output_amax, s.module, abs_max(y, rows * cols));
+      if (output_modules.count(s.module)) record(obs.output_amax, s.module, observed_amax(s.module, "output", y, rows * cols));
     };
   const bool lm_head_observed = input_modules.count("lm_head") > 0 || output_modules.count("lm_head") > 0;
   size_t longest = 0;

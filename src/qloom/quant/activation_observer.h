@@ -2,7 +2,7 @@
 // largest |x| of its input (-> static input_scale) and/or of its output
 // (k_proj / v_proj -> the KV cache's output_scale), taken over every token
 // of every sample, as Quark's PerTensorMinMaxObserver does
-// (amax = max(-min, max)). NaN values are ignored.
+// (amax = max(-min, max)). A NaN or inf value is an error naming the module.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,11 @@ struct AmaxObservation {
 
 // max |x_i| over x[0..n), NaN ignored (0 for n == 0).
 float abs_max(const float* x, int64_t n);
+// max |x_i| of a calibration statistic (`what`: "input", "output", ...) of
+// `module`. The one check of the amax observations (the observer's and the
+// layer pipeline's): a NaN or inf value throws kInvalidInput naming the
+// module (issue 30 item 5: NaN norm weights gave every input_scale the floor).
+float observed_amax(const std::string& module, const char* what, const float* x, int64_t n);
 // table[module] = max(table[module], amax), inserting when absent.
 void record_amax(std::map<std::string, float>& table, const std::string& module, float amax);
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/activation_observer.h"
 #include "qloom/quant/awq.h"
 #include "qloom/quant/layer_fold.h"
 #include "qloom/quant/phase_timer.h"
@@ -128,6 +129,7 @@ std::vector<InputMax> AutoSmoothQuantStage::reference_pass(LayerSession& s, cons
   hooks.linear_input = [&](const engine::LinearSite& site, float* x, int64_t rows, int64_t cols) {
     const auto it = at_input.find(site.module);
     if (it == at_input.end()) return;
+    (void)observed_amax(site.module, "input", x, rows * cols);  // NaN / inf: an error naming it
     for (size_t g : it->second) {
       if (cols != groups[g].g.channels)
         throw Error(ErrorKind::kInternal, "", site.module, "input width differs from the scaling group's channels");

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/activation_observer.h"
 #include "qloom/quant/gptq.h"
 
 namespace qloom::quant {
@@ -50,6 +51,7 @@ engine::ForwardHooks AwqReferenceCollector::hooks() {
       const size_t n = ref.abs_sum.size();
       if (static_cast<size_t>(cols) != n)
         throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
+      (void)observed_amax(site.module, "input", x, rows * cols);  // NaN / inf: an error naming it
       for (int64_t t = 0; t < rows; ++t)
         for (size_t j = 0; j < n; ++j)
           ref.abs_sum[j] += std::fabs(static_cast<double>(x[t * cols + static_cast<int64_t>(j)]));

@@ -51,6 +51,15 @@ uint8_t quantize_one(const Plan& p, const GroupParams& g, float x, float* q) {
 
 // ---------------------------------------------------------------- Hessian
 
+void detail::check_finite_statistic(const std::vector<double>& m, std::string_view tensor_name, std::string_view what) {
+  for (const double v : m)
+    if (!std::isfinite(v))
+      throw Error(ErrorKind::kInvalidInput, "", std::string(tensor_name),
+                  "calibration: the " + std::string(what) + " of " + std::string(tensor_name) +
+                      " holds NaN or inf (the layer's inputs were not finite)",
+                  "check the model's weights for NaN / inf (e.g. its norms) or the calibration data");
+}
+
 HessianAccumulator::HessianAccumulator(int64_t cols) : cols_(cols), sum_(static_cast<size_t>(cols * cols), 0.0) {}
 
 void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool* pool) {
@@ -190,6 +199,7 @@ GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vect
                 "set static_groups true, or desc_act false");
   for (uint64_t i = 0; i < rows * cols; ++i)
     if (!std::isfinite(w[i])) detail::throw_nonfinite(tensor_name, i / cols, i % cols, w[i]);
+  detail::check_finite_statistic(H, tensor_name, "GPTQ Hessian");
 
   std::unique_ptr<ThreadPool> own_pool;
   ThreadPool* pool = pool_arg;

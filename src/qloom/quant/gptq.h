@@ -53,8 +53,8 @@ class HessianAccumulator {
  public:
   static constexpr int64_t kBlockRows = 512;
   explicit HessianAccumulator(int64_t cols);
-  // x [rows, cols] row-major (NaN / inf rows are the caller's problem: they
-  // make H non-finite and GPTQ fall back to RTN). The last add()'s pool also
+  // x [rows, cols] row-major (NaN / inf rows make H non-finite, which the
+  // algorithms refuse: detail::check_finite_statistic). The last add()'s pool also
   // sums the open block in hessian() / take_hessian(): it must outlive them.
   void add(const float* x, int64_t rows, ThreadPool* pool = nullptr);
   int64_t cols() const { return cols_; }
@@ -112,6 +112,11 @@ GptqResult gptq_quantize(const float* w, uint64_t rows, uint64_t cols, std::vect
                          const GptqOptions& options = {}, ThreadPool* pool = nullptr);
 
 namespace detail {
+// Throws kInvalidInput naming `tensor_name` when the calibration statistic
+// m (`what`: "Hessian", ...) holds NaN or inf: its layer's inputs were not
+// finite. The one check of GPTQ / GPTAQ / Qronos statistics (issue 30 item 5;
+// such an H used to make GPTQ fall back to RTN silently).
+void check_finite_statistic(const std::vector<double>& m, std::string_view tensor_name, std::string_view what);
 // U with (H + damp I)^-1 = Uᵀ U (upper, row-major, float; computed in double
 // in H's own storage, so peak memory is H plus U). Returns false when
 // H + damp I is not positive definite or the result is not finite; then

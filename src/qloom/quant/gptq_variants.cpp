@@ -26,6 +26,8 @@ void check_inputs(const float* w, uint64_t rows, uint64_t cols, const std::vecto
                 "set static_groups true (Quark's default)");
   for (uint64_t i = 0; i < rows * cols; ++i)
     if (!std::isfinite(w[i])) detail::throw_nonfinite(tensor_name, i / cols, i % cols, w[i]);
+  for (const std::vector<double>* m : squares)
+    detail::check_finite_statistic(*m, tensor_name, std::string(algo) + " statistics matrix");
 }
 
 std::vector<int64_t> fix_dead_columns(std::vector<double>& H, std::vector<float>& W, int64_t rows, int64_t cols) {

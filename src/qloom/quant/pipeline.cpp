@@ -52,16 +52,16 @@ engine::ForwardHooks observe_hooks(const PipelineRequest& req, LayerResult& out)
   if (!req.observe_inputs.empty() || bf16)
     hooks.linear_input = [&req, &out, bf16](const engine::LinearSite& s, float* x, int64_t rows, int64_t cols) {
       if (bf16) round_to_bf16(x, rows * cols);
-      if (req.observe_inputs.count(s.module)) record_amax(out.input_amax, s.module, abs_max(x, rows * cols));
+      if (req.observe_inputs.count(s.module)) record_amax(out.input_amax, s.module, observed_amax(s.module, "input", x, rows * cols));
     };
   if (!req.observe_outputs.empty() || bf16)
     hooks.linear_output = [&req, &out, bf16](const engine::LinearSite& s, float* y, int64_t rows, int64_t cols) {
       if (bf16) round_to_bf16(y, rows * cols);
-      if (req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, abs_max(y, rows * cols));
+      if (req.observe_outputs.count(s.module)) record_amax(out.output_amax, s.module, observed_amax(s.module, "output", y, rows * cols));
     };
   if (!req.observe_rotated_keys.empty())
     hooks.rotated_keys = [&req, &out](const engine::LinearSite& s, const float* k, int64_t rows, int64_t cols) {
-      if (req.observe_rotated_keys.count(s.module)) record_amax(out.output_amax, s.module, abs_max(k, rows * cols));
+      if (req.observe_rotated_keys.count(s.module)) record_amax(out.output_amax, s.module, observed_amax(s.module, "keys after RoPE", k, rows * cols));
     };
   if (!req.observe_probs.empty() || bf16) {
     // Called concurrently from the attention's tasks: one lock per call.
@@ -70,7 +70,7 @@ engine::ForwardHooks observe_hooks(const PipelineRequest& req, LayerResult& out)
                                                    int64_t cols) {
       if (bf16) round_to_bf16(p, rows * cols);
       if (!req.observe_probs.count(s.module)) return;
-      const float a = abs_max(p, rows * cols);
+      const float a = observed_amax(s.module, "attention probabilities", p, rows * cols);
       std::lock_guard<std::mutex> lock(*mu);
       record_amax(out.probs_amax, s.module, a);
     };
@@ -375,7 +375,7 @@ std::map<std::string, float> CalibrationPipeline::finish() {
     for (size_t s = 0; s < p.acts.size(); ++s) {
       normed.resize(p.acts[s].size());
       p.runner->final_norm(p.acts[s].data(), p.lengths[s], normed.data());
-      const float a = abs_max(normed.data(), static_cast<int64_t>(normed.size()));
+      const float a = observed_amax(heads.front(), "input", normed.data(), static_cast<int64_t>(normed.size()));
       for (const auto& m : heads) record_amax(amax, m, a);
     }
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "qloom/core/error.h"
+#include "qloom/quant/activation_observer.h"
 #include "qloom/quant/layer_fold.h"
 
 namespace qloom::quant {
@@ -80,6 +81,7 @@ void SmoothQuantStage::process_layer(LayerSession& s) {
     ChannelMax& m = it->second;
     if (static_cast<size_t>(cols) != m.absmax.size())
       throw Error(ErrorKind::kInternal, "", site.module, "the group's input width differs from its channel count");
+    (void)observed_amax(site.module, "input", x, rows * cols);  // NaN / inf: an error naming it
     for (int64_t t = 0; t < rows; ++t)
       for (int64_t j = 0; j < cols; ++j) m.absmax[static_cast<size_t>(j)] = std::max(m.absmax[static_cast<size_t>(j)], std::fabs(x[t * cols + j]));
     m.tokens += rows;

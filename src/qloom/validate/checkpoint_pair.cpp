@@ -3,6 +3,7 @@
 #include <system_error>
 
 #include "qloom/core/error.h"
+#include "qloom/model/config_check.h"
 #include "qloom/quant/rotation.h"
 
 namespace qloom::validate {
@@ -80,10 +81,13 @@ CheckpointPair CheckpointPair::open(const fs::path& source, const fs::path& quan
     } catch (const std::exception& e) {
       impl->source_weights_error = describe_error(e);
     }
+    // The values next, as every command checks them (after the sizes against the tensors, reported above).
+    if (impl->source_weights) model::validate_config(impl->source->config(), (source / "config.json").string());
   }
 
   try {
     impl->quantized.emplace(io::ModelDir::open(quantized));
+    model::validate_config(impl->quantized->config(), (quantized / "config.json").string());
   } catch (const std::exception& e) {
     impl->quantized_error = describe_error(e);
   }
