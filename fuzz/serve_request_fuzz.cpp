@@ -58,7 +58,7 @@ void chat(std::string_view body) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  const size_t depth = json_depth(body);
+  const size_t depth = json_shape(body).deepest;
   check(depth <= size);
   completion(body);
   chat(body);

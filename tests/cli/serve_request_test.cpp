@@ -113,11 +113,28 @@ TEST(ServeRequest, DeepJsonIsRefusedBeforeParsing) {
         chat_refusal(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" + nested(levels) + "}}");
     EXPECT_EQ(k.code, deep ? "json_too_deep" : "") << levels;
   }
-  EXPECT_EQ(json_depth(R"({"a":"[[[[{{{{\"[[[["})"), 1u);  // an escaped quote does not end the string
-  EXPECT_EQ(json_depth(R"({"a":"\\",[[{}]]})"), 4u);         // an escaped backslash does not escape the quote
-  EXPECT_EQ(json_depth(R"([[],[[]],{}])"), 3u);
+  EXPECT_EQ(json_shape(R"({"a":"[[[[{{{{\"[[[["})").deepest, 1u);  // an escaped quote does not end the string
+  EXPECT_EQ(json_shape(R"({"a":"\\",[[{}]]})").deepest, 4u);         // an escaped backslash does not escape the quote
+  EXPECT_EQ(json_shape(R"([[],[[]],{}])").deepest, 3u);
+  EXPECT_EQ(json_shape(R"({"a":1,"b":{"c":":","d":2,"e":3},"f":[{"g":4}]})").most_members, 3u);
   const std::string in_string = R"({"prompt":")" + std::string(100000, '[') + R"("})";
   EXPECT_EQ(parse_completion_request(in_string).prompts[0].text.size(), 100000u);
+}
+
+// An object with more members than kMaxJsonObjectMembers (the ordered parse
+// would be quadratic in them) is refused before parsing, wherever it is.
+TEST(ServeRequest, ObjectsWithTooManyMembersAreRefusedBeforeParsing) {
+  auto object = [](size_t members) {
+    std::string o = "{";
+    for (size_t i = 0; i < members; ++i) o += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+    return o + "}";
+  };
+  for (const size_t members : {size_t(100), kMaxJsonObjectMembers + 1, size_t(200000)}) {
+    const bool many = members > kMaxJsonObjectMembers;
+    const Refusal k = chat_refusal(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":)" +
+                                   object(members) + "}");
+    EXPECT_EQ(k.code, many ? "json_too_large" : "") << members;
+  }
 }
 
 // A list of prompts is bounded (kDefaultMaxPrompts unless the server says

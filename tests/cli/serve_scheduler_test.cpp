@@ -151,6 +151,7 @@ TEST(ServeScheduler, KvBudgetIsCheckedAtAdmissionAndKeptWhileWaiting) {
 TEST(ServeScheduler, ManyPromptsArePrefilledInChunksBetweenOtherClients) {
   SchedulerOptions o;
   o.prefill_tokens_per_round = 64;
+  o.max_active_sequences = 200 * o.max_concurrency;  // a request's share of the slots: all 200
   auto s = scheduler(o);
   std::vector<SeqSpec> many(200, greedy("Once upon a time there was a little girl named Lily who liked to play", 1));
   ASSERT_GT(many[0].prompt.size(), 10u);
@@ -163,6 +164,27 @@ TEST(ServeScheduler, ManyPromptsArePrefilledInChunksBetweenOtherClients) {
   big->wait();
   ASSERT_FALSE(big->error().has_value());
   for (const SeqResult& r : big->results()) EXPECT_EQ(r.tokens, big->results()[0].tokens);
+  wait_idle(*s);
+}
+
+// A request with as many prompts as there are running slots, all generating
+// equally long: it may hold only its share (max_active_sequences /
+// max_concurrency), so a one-prompt request sent just after starts at once
+// instead of waiting for every one of them to finish.
+TEST(ServeScheduler, OneRequestHoldsOnlyItsShareOfTheSlots) {
+  SchedulerOptions o;
+  o.max_concurrency = 2;
+  o.max_active_sequences = 8;
+  auto s = scheduler(o);
+  std::vector<SeqSpec> many(8, greedy("Once upon a time", 400));
+  for (SeqSpec& m : many) m.ignore_eos = true;
+  auto big = s->submit(many);
+  auto small = s->submit({greedy("The cat", 2)});
+  small->wait();
+  ASSERT_FALSE(small->error().has_value());
+  EXPECT_FALSE(big->done()) << "the small request waited for the whole big one";
+  big->wait();
+  ASSERT_FALSE(big->error().has_value());
   wait_idle(*s);
 }
 

@@ -422,7 +422,7 @@ TEST_F(HubServerTest, AMissingLocalPathSaysNoSuchDirectoryAndAsksNoHub) {
   cache_.mkdir("work/models");
   const fs::path old = fs::current_path();
   fs::current_path(cache_ / "work");
-  for (const std::string spec : std::vector<std::string>{"./no/such/dir", "/tmp/qloom-missing-x9", "~/no-such-model", "models/x",
+  for (const std::string& spec : std::vector<std::string>{"./no/such/dir", "/tmp/qloom-missing-x9", "~/no-such-model", "models/x",
                                  "a/b/c", "../up/x", ".hidden/x", "models/x@main", "./x.gguf"}) {
     try {
       io::resolve_model_path(spec);

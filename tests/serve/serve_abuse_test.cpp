@@ -97,9 +97,20 @@ class ServeProcess {
   std::string err_;
 };
 
+// An ordinary template, except for a few first messages that make it hostile
+// (each must be a 400 naming the template, within the render budget).
 constexpr const char* kTemplate =
-    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}assistant:{% endif %}";
+    "{% set first = messages[0]['content'] %}"
+    "{% if first == 'hostile: loops' %}{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
+    "{% endfor %}"
+    "{% elif first == 'hostile: big' %}{{ 'a' * 100000000 }}"
+    "{% elif first == 'hostile: doubling' %}{% set ns = namespace(s='ab') %}{% for i in range(64) %}"
+    "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"
+    "{% elif first == 'hostile: int_min // -1' %}{{ (-9223372036854775807 - 1) // -1 }}"
+    "{% elif first == 'hostile: self namespace' %}{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}"
+    "{% elif first == 'hostile: recursion' %}{% macro f(n) %}{{ f(n) }}{{ f(n) }}{% endmacro %}{{ f(1) }}"
+    "{% else %}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}{% endif %}";
 
 class ServeAbuse : public ::testing::Test {
  protected:
@@ -288,6 +299,41 @@ TEST_F(ServeAbuse, DisconnectMidRequestCancels) {
     half.send("POST /v1/completions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{\"prompt\"");
   }
   expect_recovered("disconnects mid-request");
+}
+
+// A chat template that loops, grows without end, overflows an integer or
+// recurses: 400 naming the template, within its budget, and the server goes
+// on (one that holds itself renders as jinja2 renders it). A body nested 100,000 levels or with 20,000 keys in one
+// object: 400 before it is parsed.
+TEST_F(ServeAbuse, HostileTemplatesAndBodiesAre400) {
+  for (const char* first : {"hostile: loops", "hostile: big", "hostile: doubling", "hostile: int_min // -1",
+                            "hostile: recursion"}) {
+    const json chat = {{"messages", json::array({{{"role", "user"}, {"content", first}}})}, {"max_tokens", 4}};
+    const auto t0 = Clock::now();
+    const test::HttpReply r = test::http_request(port(), "POST", "/v1/chat/completions", chat.dump(), {}, 30);
+    EXPECT_EQ(r.status, 400) << first << ": " << r.body;
+    EXPECT_NE(r.body.find("template"), std::string::npos) << first << ": " << r.body;
+    EXPECT_LT(seconds_since(t0), 5.0) << first;
+    expect_recovered(first);
+  }
+  {  // jinja2 prints a namespace that holds itself with "..." where it recurses: a bounded 200
+    const json chat = {{"messages", json::array({{{"role", "user"}, {"content", "hostile: self namespace"}}})},
+                       {"max_tokens", 4}};
+    EXPECT_EQ(test::http_request(port(), "POST", "/v1/chat/completions", chat.dump(), {}, 30).status, 200);
+    expect_recovered("self namespace");
+  }
+  const std::string deep = R"({"prompt":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::string wide = R"({"prompt":"x","logit_bias":{)";
+  for (int i = 0; i < 20000; ++i) wide += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
+  wide += "}}";
+  for (const auto& [body, code] : {std::pair{deep, "json_too_deep"}, std::pair{wide, "json_too_large"}}) {
+    const auto t0 = Clock::now();
+    const test::HttpReply r = test::http_request(port(), "POST", "/v1/completions", body, {}, 30);
+    EXPECT_EQ(r.status, 400) << code;
+    EXPECT_NE(r.body.find(code), std::string::npos) << r.body;
+    EXPECT_LT(seconds_since(t0), 2.0) << code;
+    expect_recovered(code);
+  }
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include <array>
 #include "qloom/serve/request.h"
 
 #include <algorithm>
@@ -215,8 +216,13 @@ Json parse_messages(const Json& j) {
 
 }  // namespace
 
-size_t json_depth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
+// The deepest nesting and the most members of one object, counted on the
+// text: levels past kMaxJsonDepth are not counted (the body is refused anyway).
+JsonShape json_shape(std::string_view text) {
+  JsonShape shape;
+  size_t depth = 0;
+  std::array<size_t, kMaxJsonDepth + 2> members{};  // ':' seen at each object level
+  std::array<bool, kMaxJsonDepth + 2> is_object{};
   bool in_string = false, escaped = false;
   for (const char c : text) {
     if (in_string) {
@@ -226,22 +232,33 @@ size_t json_depth(std::string_view text) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
+      shape.deepest = std::max(shape.deepest, ++depth);
+      if (depth < members.size()) members[depth] = 0, is_object[depth] = c == '{';
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+    } else if (c == ':' && depth > 0 && depth < members.size() && is_object[depth]) {
+      shape.most_members = std::max(shape.most_members, ++members[depth]);
     }
   }
-  return deepest;
+  return shape;
 }
 
 Json parse_body(std::string_view body) {
   // Before any tree is built: nlohmann's parser, copies and destructor all
   // recurse once per level, so a deep enough body would overflow the stack.
-  if (const size_t depth = json_depth(body); depth > kMaxJsonDepth)
+  const JsonShape shape = json_shape(body);
+  if (shape.deepest > kMaxJsonDepth)
     throw ApiError(400,
-                   "the request body nests JSON " + std::to_string(depth) + " levels deep; at most " +
+                   "the request body nests JSON " + std::to_string(shape.deepest) + " levels deep; at most " +
                        std::to_string(kMaxJsonDepth) + " are accepted",
                    "invalid_request_error", {}, "json_too_deep");
+  // An object's members are kept in order (ordered_json: a linear search per
+  // insert), so their number is bounded before parsing too.
+  if (shape.most_members > kMaxJsonObjectMembers)
+    throw ApiError(400,
+                   "a JSON object in the request body has " + std::to_string(shape.most_members) +
+                       " members; at most " + std::to_string(kMaxJsonObjectMembers) + " are accepted",
+                   "invalid_request_error", {}, "json_too_large");
   Json j = Json::parse(body, nullptr, false);
   if (j.is_discarded())
     throw ApiError(400, "the request body is not valid JSON", "invalid_request_error", {}, "invalid_json");

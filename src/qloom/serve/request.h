@@ -43,6 +43,9 @@ inline constexpr size_t kMaxStops = 16;
 inline constexpr size_t kMaxStopBytes = 256;
 // serde_json's default recursion limit; OpenAI request bodies nest < 10 levels.
 inline constexpr size_t kMaxJsonDepth = 128;
+// Members of one JSON object (the parse keeps them in order with a linear
+// search per insert); more: 400 "json_too_large".
+inline constexpr size_t kMaxJsonObjectMembers = 10'000;
 inline constexpr size_t kDefaultMaxPrompts = 256;
 
 struct GenParams {
@@ -78,11 +81,17 @@ struct ChatRequest {
 };
 
 // The deepest nesting of arrays and objects in `text` (brackets inside
-// strings do not count); well-formed or not.
-size_t json_depth(std::string_view text);
+// strings do not count) and the most members of one object; well-formed or
+// not. Levels deeper than kMaxJsonDepth + 1 are not counted for members.
+struct JsonShape {
+  size_t deepest = 0;
+  size_t most_members = 0;
+};
+JsonShape json_shape(std::string_view text);
 
-// The body as a JSON object; 400 for malformed JSON, another JSON type or
-// nesting deeper than kMaxJsonDepth.
+// The body as a JSON object; 400 for malformed JSON, another JSON type,
+// nesting deeper than kMaxJsonDepth or an object of more than
+// kMaxJsonObjectMembers members.
 nlohmann::ordered_json parse_body(std::string_view body);
 
 CompletionRequest parse_completion_request(std::string_view body, size_t max_prompts = kDefaultMaxPrompts);

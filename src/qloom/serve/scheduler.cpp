@@ -166,6 +166,7 @@ Scheduler::Scheduler(engine::Model& model, const engine::ForwardHooks* hooks, co
   if (opt_.kv_budget_bytes == 0) opt_.kv_budget_bytes = default_kv_budget();
   opt_.prefill_tokens_per_round = std::max<int64_t>(opt_.prefill_tokens_per_round, 1);
   opt_.max_active_sequences = std::max<size_t>(opt_.max_active_sequences, 1);
+  opt_.max_concurrency = std::max<size_t>(opt_.max_concurrency, 1);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -359,15 +360,24 @@ bool Scheduler::try_start(Waiting& w, int64_t& prompt_tokens) {
   return true;
 }
 
+// Sequences of `job` running now (started, not yet swept).
+size_t Scheduler::running_of(const Job* job) const {
+  return size_t(std::count_if(active_.begin(), active_.end(), [&](const auto& a) { return a->job.get() == job; }));
+}
+
 // One sequence per waiting request in turn, oldest first, until one does
-// not fit (later ones wait too, so a large sequence is not starved).
+// not fit (later ones wait too, so a large sequence is not starved). A
+// request runs at most max_active_sequences / max_concurrency sequences at
+// once, so every admitted request finds a free slot: one with many prompts
+// cannot hold every slot while another client waits for all of it.
 void Scheduler::start_sequences() {
   drop_abandoned();
+  const size_t share = std::max<size_t>(1, opt_.max_active_sequences / opt_.max_concurrency);
   int64_t prompt_tokens = 0;
   for (bool more = true; more;) {
     more = false;
     for (Waiting& w : waiting_) {
-      if (w.next == w.job->specs().size()) continue;
+      if (w.next == w.job->specs().size() || running_of(w.job.get()) >= share) continue;
       if (!try_start(w, prompt_tokens)) {
         more = false;
         break;

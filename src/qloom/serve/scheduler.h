@@ -11,7 +11,9 @@
 // this round stay under prefill_tokens_per_round (at least one sequence
 // starts), (b) the worst-case KV bytes of the running sequences stay within
 // the budget (a sequence that does not fit waits for others to finish), and
-// (c) at most max_active_sequences run. Then it decodes one token for every
+// (c) at most max_active_sequences run, at most max_active_sequences /
+// max_concurrency of them one request's (so every admitted request can start
+// at once). Then it decodes one token for every
 // running sequence. So a request of many prompts is prefilled in bounded
 // chunks between decode steps, and another client's first token waits at
 // most about one such round.
@@ -179,6 +181,7 @@ class Scheduler {
   void drop_abandoned();
   void start_sequences();
   bool try_start(Waiting& w, int64_t& prompt_tokens);
+  size_t running_of(const Job* job) const;
   void start(const std::shared_ptr<Job>& job, size_t index);
   void decode_active();
   void sweep();

@@ -41,9 +41,10 @@ void send_error(HttpResponse& res, const ApiError& e) {
 }
 
 // A qloom::Error while handling a request: the chat template refusing the
-// conversation (raise_exception) or bad arguments are the client's fault.
+// conversation (raise_exception), a template construct qloom does not support
+// or bad arguments are not a server fault: 400 naming the template line.
 ApiError api_error_of(const Error& e) {
-  if (e.kind() == ErrorKind::kInvalidInput || e.kind() == ErrorKind::kUsage)
+  if (e.kind() == ErrorKind::kInvalidInput || e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kUnsupported)
     return ApiError(400, e.what(), "invalid_request_error", e.item());
   return internal_error(e.what());
 }
