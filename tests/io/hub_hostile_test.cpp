@@ -23,29 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using io::HubFailure;
+using test::catch_hub_error;
+using test::demo_hub_id;
+using test::hub_settings;
 using test::HubTestServer;
 using test::TempDir;
-
-io::HubId stories_id() { return *io::parse_hub_id("demo/stories"); }
-
-io::HubSettings hostile_settings(const std::string& endpoint, const TempDir& t) {
-  io::HubSettings s;
-  s.endpoint = endpoint;
-  s.cache_dir = t / "hub";
-  s.token_file = t / "token";
-  return s;
-}
-
-template <class F>
-io::HubError expect_hub_error(F&& f) {
-  try {
-    f();
-  } catch (const io::HubError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an io::HubError";
-  return io::HubError(HubFailure::kNetwork, "", "", "no error thrown");
-}
 
 io::HubResolveOptions fetching(io::HubFetch f) {
   io::HubResolveOptions o;
@@ -65,10 +47,10 @@ std::set<std::string> tree(const fs::path& root) {
 
 TEST(HubNames, CommitIdsMustBeCommitHashes) {
   io::check_hub_commit("e5d0afaaf3d5af91388fad12f094412affb336e2", "u", "sha");
-  for (const std::string bad : std::vector<std::string>{"", "main", "../../../../../victim", "E5D0AFAAF3D5AF91388FAD12F094412AFFB336E2",
+  for (const std::string& bad : std::vector<std::string>{"", "main", "../../../../../victim", "E5D0AFAAF3D5AF91388FAD12F094412AFFB336E2",
                                 "e5d0afaaf3d5af91388fad12f094412affb336e", "e5d0afaaf3d5af91388fad12f094412affb336e2/",
                                 std::string("e5d0afaaf3d5af91388fad12f094412affb336e\0", 40)}) {
-    const auto e = expect_hub_error([&] { io::check_hub_commit(bad, "u", "X-Repo-Commit"); });
+    const auto e = catch_hub_error([&] { io::check_hub_commit(bad, "u", "X-Repo-Commit"); });
     EXPECT_EQ(e.failure(), HubFailure::kBadResponse) << bad;
     EXPECT_EQ(e.item(), "X-Repo-Commit");
     EXPECT_NE(std::string(e.what()).find("not a 40-hex-digit commit hash"), std::string::npos) << e.what();
@@ -94,7 +76,7 @@ TEST(HubNames, FileNamesStayInsideTheSnapshot) {
       {std::string(300, 'a'), "component of 300 bytes"},
       {std::string(1100, 'a'), "1100 bytes long"}};
   for (const auto& [name, why] : bad) {
-    const auto e = expect_hub_error([&] { io::check_hub_file_name(name, "u"); });
+    const auto e = catch_hub_error([&] { io::check_hub_file_name(name, "u"); });
     EXPECT_EQ(e.failure(), HubFailure::kBadResponse) << name;
     EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
   }
@@ -104,16 +86,16 @@ TEST(HubNames, EtagsAndLocations) {
   io::check_hub_etag("0123abcd", "u", "f");
   io::check_hub_location("https://cdn.example/x?y=1", "u", "f");
   for (const char* bad : {"", "../x", "a/b", ".hidden", "a b"})
-    EXPECT_EQ(expect_hub_error([&] { io::check_hub_etag(bad, "u", "f"); }).failure(), HubFailure::kBadResponse) << bad;
+    EXPECT_EQ(catch_hub_error([&] { io::check_hub_etag(bad, "u", "f"); }).failure(), HubFailure::kBadResponse) << bad;
   for (const char* bad : {"file:///etc/passwd", "ftp://h/x", "/relative", "https://h/a b", "https://h/\r\nX: y"})
-    EXPECT_EQ(expect_hub_error([&] { io::check_hub_location(bad, "u", "f"); }).failure(), HubFailure::kBadResponse)
+    EXPECT_EQ(catch_hub_error([&] { io::check_hub_location(bad, "u", "f"); }).failure(), HubFailure::kBadResponse)
         << bad;
   EXPECT_EQ(io::printable_name(std::string("a\0\n\xff", 4)), "a\\x00\\x0a\\xff");
 }
 
 TEST(HubNames, TheCacheRefusesHostileNamesEvenWhenCalledDirectly) {
   TempDir t("hubnames");
-  const io::HubCache cache(t / "hub", stories_id());
+  const io::HubCache cache(t / "hub", demo_hub_id());
   const std::string commit(40, 'a');
   EXPECT_THROW(cache.link(commit, "../../../victim", "e1"), io::HubError);
   EXPECT_THROW(cache.link("../../victim", "config.json", "e1"), io::HubError);
@@ -156,9 +138,9 @@ TEST_F(HubHostileTest, ACommitIdThatIsAPathIsRefusedAndNothingLeavesTheCache) {
   // hub/models--demo--stories/snapshots/../../../victim is t_/victim.
   for (const char* commit : {"../../../victim", "../../../../../victim", "/tmp/victim", "main"}) {
     HubTestServer srv({"--commit", commit});
-    const auto s = hostile_settings(srv.endpoint(), t_);
+    const auto s = hub_settings(srv.endpoint(), t_);
     for (const auto fetch : {io::HubFetch::kConfigOnly, io::HubFetch::kModel}) {
-      const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s, fetching(fetch)); });
+      const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s, fetching(fetch)); });
       EXPECT_EQ(e.failure(), HubFailure::kBadResponse) << commit;
       EXPECT_EQ(e.item(), fetch == io::HubFetch::kModel ? "sha" : "X-Repo-Commit");
       const std::string what = e.what();
@@ -174,8 +156,8 @@ TEST_F(HubHostileTest, ListedFileNamesThatLeaveTheSnapshotAreRefused) {
   for (const char* name : {"../x", "../../../victim/config.json", "a/../../../../victim/config.json", "/tmp/x",
                            "a//b.json", "a\\..\\x.json", "x\x01y.json", "./config.json"}) {
     HubTestServer srv({"--extra", std::string("demo/stories:") + name + "=5"});
-    const auto s = hostile_settings(srv.endpoint(), t_);
-    const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s); });
+    const auto s = hub_settings(srv.endpoint(), t_);
+    const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
     EXPECT_EQ(e.failure(), HubFailure::kBadResponse) << name;
     EXPECT_NE(std::string(e.what()).find("the repo file name '" + io::printable_name(name) + "'"),
               std::string::npos)
@@ -195,10 +177,10 @@ void expect_no_blob_over(const fs::path& blobs, uint64_t max) {
 
 TEST_F(HubHostileTest, AHugeAnnouncedSizeForATextFileIsRefusedBeforeDownloading) {
   HubTestServer srv({"--lie", "config.json=huge"});
-  const auto s = hostile_settings(srv.endpoint(), t_);
+  const auto s = hub_settings(srv.endpoint(), t_);
   for (const auto fetch : {io::HubFetch::kConfigOnly, io::HubFetch::kModel}) {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s, fetching(fetch)); });
+    const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s, fetching(fetch)); });
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
     EXPECT_EQ(e.failure(), HubFailure::kBadResponse);
     EXPECT_EQ(e.item(), "config.json");
@@ -212,8 +194,8 @@ TEST_F(HubHostileTest, AHugeAnnouncedSizeForATextFileIsRefusedBeforeDownloading)
 
 TEST_F(HubHostileTest, ATextFileWithNoSizeStopsAtTheTextLimit) {
   HubTestServer srv({"--lie", "config.json=nolength"});
-  const auto s = hostile_settings(srv.endpoint(), t_);
-  const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s, fetching(io::HubFetch::kConfigOnly)); });
+  const auto s = hub_settings(srv.endpoint(), t_);
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s, fetching(io::HubFetch::kConfigOnly)); });
   EXPECT_EQ(e.failure(), HubFailure::kBadResponse);
   EXPECT_EQ(e.item(), "config.json");
   EXPECT_NE(std::string(e.what()).find("more than the 64.0 MiB limit for a text file"), std::string::npos)
@@ -225,8 +207,8 @@ TEST_F(HubHostileTest, ABodyLongerThanAnnouncedIsCutAndDiscarded) {
   for (const char* file : {"config.json", "model.safetensors"}) {
     fs::remove_all(t_ / "hub");  // the other file's blob from the round before
     HubTestServer srv({"--lie", std::string(file) + "=endless"});
-    const auto s = hostile_settings(srv.endpoint(), t_);
-    const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s); });
+    const auto s = hub_settings(srv.endpoint(), t_);
+    const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
     EXPECT_EQ(e.failure(), HubFailure::kBadResponse) << file;
     EXPECT_EQ(e.item(), file);
     const auto size = fs::file_size(fs::path(QLOOM_DEMO_MODEL_DIR) / file);
@@ -239,8 +221,8 @@ TEST_F(HubHostileTest, ABodyLongerThanAnnouncedIsCutAndDiscarded) {
 
 TEST_F(HubHostileTest, WeightSizesAreCheckedAgainstTheListing) {
   HubTestServer srv({"--lie", "model.safetensors=listed"});
-  const auto s = hostile_settings(srv.endpoint(), t_);
-  const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s); });
+  const auto s = hub_settings(srv.endpoint(), t_);
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kBadResponse);
   EXPECT_EQ(e.item(), "model.safetensors");
   EXPECT_NE(std::string(e.what()).find("the repo listing gives"), std::string::npos) << e.what();
@@ -249,8 +231,8 @@ TEST_F(HubHostileTest, WeightSizesAreCheckedAgainstTheListing) {
 
 TEST_F(HubHostileTest, AWeightFileWithoutSizeHeadersIsBoundByTheListing) {
   HubTestServer srv({"--lie", "model.safetensors=nolength"});
-  const auto s = hostile_settings(srv.endpoint(), t_);
-  const auto e = expect_hub_error([&] { io::resolve_hub_model(stories_id(), s); });
+  const auto s = hub_settings(srv.endpoint(), t_);
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.item(), "model.safetensors");
   const auto size = fs::file_size(fs::path(QLOOM_DEMO_MODEL_DIR) / "model.safetensors");
   EXPECT_NE(std::string(e.what()).find("sent more than the " + std::to_string(size) + " bytes announced"),
@@ -259,11 +241,11 @@ TEST_F(HubHostileTest, AWeightFileWithoutSizeHeadersIsBoundByTheListing) {
   // With no listing either, a weight file has no bound: refused before any byte.
   io::HubFileMeta m;
   m.name = "model.safetensors";
-  const auto none = expect_hub_error([&] { io::settle_hub_file_size(m, std::nullopt, stories_id()); });
+  const auto none = catch_hub_error([&] { io::settle_hub_file_size(m, std::nullopt, demo_hub_id()); });
   EXPECT_NE(std::string(none.what()).find("neither the repo listing nor the file's headers give its size"),
             std::string::npos);
   m.name = "tokenizer_config.json";
-  io::settle_hub_file_size(m, std::nullopt, stories_id());
+  io::settle_hub_file_size(m, std::nullopt, demo_hub_id());
   EXPECT_EQ(io::hub_download_limit(m), io::kMaxHubTextFileBytes);
 }
 

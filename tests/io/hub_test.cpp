@@ -19,6 +19,7 @@
 #include "qloom/io/hub_error.h"
 #include "qloom/io/hub_select.h"
 #include "support/hub_server.h"
+#include "support/env_guard.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 
@@ -27,33 +28,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using io::HubFailure;
+using test::EnvGuard;
+using test::catch_hub_error;
+using test::demo_hub_id;
+using test::hub_settings;
 using test::HubTestServer;
 using test::TempDir;
 
 const char* const kDemoFiles[] = {"config.json",          "generation_config.json", "model.safetensors",
                                   "special_tokens_map.json", "tokenizer.json",     "tokenizer.model",
                                   "tokenizer_config.json"};
-
-io::HubId demo_id() { return *io::parse_hub_id("demo/stories"); }
-
-io::HubSettings settings_for(const std::string& endpoint, const TempDir& cache) {
-  io::HubSettings s;
-  s.endpoint = endpoint;
-  s.cache_dir = cache / "hub";
-  s.token_file = cache / "token";
-  return s;
-}
-
-template <class F>
-io::HubError catch_hub_error(F&& f) {
-  try {
-    f();
-  } catch (const io::HubError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an io::HubError";
-  return io::HubError(HubFailure::kBadResponse, "", "", "no error thrown");
-}
 
 // ---- ids, selection, settings, layout (no server) ----
 
@@ -93,28 +77,6 @@ TEST(HubSelect, DownloadsWhatQuantizationNeeds) {
   EXPECT_FALSE(io::wanted_for_quantization("figure.png", 20u << 20));
 }
 
-// Sets environment variables for one scope, restoring them after.
-class EnvGuard {
- public:
-  void set(const char* name, const char* value) {
-    if (!saved_.count(name)) {
-      const char* old = std::getenv(name);
-      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
-    }
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    for (const auto& [k, v] : saved_) {
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
-    }
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
-
 TEST(HubEnv, ReadsTheVariablesHuggingfaceHubReads) {
   TempDir t("hubenv");
   EnvGuard env;
@@ -151,7 +113,7 @@ TEST(HubEnv, ReadsTheVariablesHuggingfaceHubReads) {
 
 TEST(HubCache, RelativeLinksAndRefsAsHuggingfaceHubWritesThem) {
   TempDir t("hubcache");
-  const io::HubCache cache(t.path(), demo_id());
+  const io::HubCache cache(t.path(), demo_hub_id());
   EXPECT_EQ(cache.repo_dir(), t / "models--demo--stories");
   EXPECT_EQ(cache.lock_file("abc"), t / ".locks/models--demo--stories/abc.lock");
   const std::string commit(40, 'a');
@@ -197,9 +159,9 @@ void expect_demo_snapshot(const fs::path& snap, const fs::path& cache_root) {
 
 TEST_F(HubServerTest, FreshDownloadLaysOutTheCacheLikeHuggingfaceHub) {
   HubTestServer srv;
-  const auto s = settings_for(srv.endpoint(), cache_);
-  const fs::path snap = io::resolve_hub_model(demo_id(), s);
-  const io::HubCache cache(s.cache_dir, demo_id());
+  const auto s = hub_settings(srv.endpoint(), cache_);
+  const fs::path snap = io::resolve_hub_model(demo_hub_id(), s);
+  const io::HubCache cache(s.cache_dir, demo_hub_id());
   const auto commit = cache.cached_commit("main");
   ASSERT_TRUE(commit);
   EXPECT_EQ(snap, cache.snapshot(*commit));
@@ -211,10 +173,10 @@ TEST_F(HubServerTest, FreshDownloadLaysOutTheCacheLikeHuggingfaceHub) {
 
 TEST_F(HubServerTest, ConfigOnlyDownloadsOnlyConfigJson) {
   HubTestServer srv;
-  const auto s = settings_for(srv.endpoint(), cache_);
+  const auto s = hub_settings(srv.endpoint(), cache_);
   io::HubResolveOptions o;
   o.fetch = io::HubFetch::kConfigOnly;
-  const fs::path snap = io::resolve_hub_model(demo_id(), s, o);
+  const fs::path snap = io::resolve_hub_model(demo_hub_id(), s, o);
   EXPECT_EQ(test::read_file(snap / "config.json"),
             test::read_file(fs::path(QLOOM_DEMO_MODEL_DIR) / "config.json"));
   EXPECT_EQ(srv.files_fetched(), std::vector<std::string>{"config.json"});
@@ -225,34 +187,34 @@ TEST_F(HubServerTest, ConfigOnlyDownloadsOnlyConfigJson) {
 
 TEST_F(HubServerTest, SecondRunDownloadsNothingAndTheCacheServesWithTheServerDown) {
   HubTestServer srv;
-  const auto s = settings_for(srv.endpoint(), cache_);
-  const fs::path first = io::resolve_hub_model(demo_id(), s);
+  const auto s = hub_settings(srv.endpoint(), cache_);
+  const fs::path first = io::resolve_hub_model(demo_hub_id(), s);
   srv.clear_log();
-  EXPECT_EQ(io::resolve_hub_model(demo_id(), s), first);
+  EXPECT_EQ(io::resolve_hub_model(demo_hub_id(), s), first);
   EXPECT_TRUE(srv.files_fetched().empty());
   srv.stop();
   std::ostringstream log;
   io::HubResolveOptions o;
   o.log = &log;
-  EXPECT_EQ(io::resolve_hub_model(demo_id(), s, o), first);
+  EXPECT_EQ(io::resolve_hub_model(demo_hub_id(), s, o), first);
   EXPECT_NE(log.str().find("using the cached snapshot"), std::string::npos) << log.str();
   o.fetch = io::HubFetch::kConfigOnly;
-  EXPECT_EQ(io::resolve_hub_model(demo_id(), s, o), first);
+  EXPECT_EQ(io::resolve_hub_model(demo_hub_id(), s, o), first);
 }
 
 TEST_F(HubServerTest, OfflineModeNeverTouchesTheNetwork) {
   HubTestServer srv;
-  auto s = settings_for(srv.endpoint(), cache_);
+  auto s = hub_settings(srv.endpoint(), cache_);
   s.offline = true;
-  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kNotCached);
   EXPECT_NE(std::string(e.what()).find("HF_HUB_OFFLINE"), std::string::npos) << e.what();
   EXPECT_TRUE(srv.requests().empty());
   s.offline = false;
-  const fs::path snap = io::resolve_hub_model(demo_id(), s);
+  const fs::path snap = io::resolve_hub_model(demo_hub_id(), s);
   srv.clear_log();
   s.offline = true;
-  EXPECT_EQ(io::resolve_hub_model(demo_id(), s), snap);
+  EXPECT_EQ(io::resolve_hub_model(demo_hub_id(), s), snap);
   EXPECT_TRUE(srv.requests().empty());
 }
 
@@ -262,8 +224,8 @@ TEST_F(HubServerTest, NetworkDownWithNothingCachedSaysSo) {
     HubTestServer srv;
     port = srv.port();
   }  // stopped: the port refuses connections
-  const auto s = settings_for("http://127.0.0.1:" + std::to_string(port), cache_);
-  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+  const auto s = hub_settings("http://127.0.0.1:" + std::to_string(port), cache_);
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kNetwork);
   EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   const std::string what = e.what();
@@ -274,12 +236,12 @@ TEST_F(HubServerTest, NetworkDownWithNothingCachedSaysSo) {
 
 TEST_F(HubServerTest, InterruptedDownloadKeepsThePartialFileAndResumesWithRange) {
   HubTestServer srv({"--drop-after", "100000", "--drop-count", "3"});
-  const auto s = settings_for(srv.endpoint(), cache_);
-  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+  const auto s = hub_settings(srv.endpoint(), cache_);
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kInterrupted);
   EXPECT_EQ(e.item(), "model.safetensors");
   EXPECT_NE(std::string(e.what()).find("resumes"), std::string::npos) << e.what();
-  const io::HubCache cache(s.cache_dir, demo_id());
+  const io::HubCache cache(s.cache_dir, demo_hub_id());
   // The other files download in parallel and are cancelled when this one
   // fails, so they may leave partials too: find the one named by the CDN
   // object (the LFS sha256) of model.safetensors.
@@ -295,7 +257,7 @@ TEST_F(HubServerTest, InterruptedDownloadKeepsThePartialFileAndResumesWithRange)
   EXPECT_FALSE(commit && cache.has_file(*commit, "model.safetensors"));
 
   srv.clear_log();
-  const fs::path snap = io::resolve_hub_model(demo_id(), s);
+  const fs::path snap = io::resolve_hub_model(demo_hub_id(), s);
   expect_demo_snapshot(snap, s.cache_dir);
   EXPECT_FALSE(fs::exists(partial));
   bool resumed = false;
@@ -307,7 +269,7 @@ TEST_F(HubServerTest, InterruptedDownloadKeepsThePartialFileAndResumesWithRange)
 
 TEST_F(HubServerTest, UnknownRepoAndRevisionAre404s) {
   HubTestServer srv;
-  const auto s = settings_for(srv.endpoint(), cache_);
+  const auto s = hub_settings(srv.endpoint(), cache_);
   auto e = catch_hub_error([&] { io::resolve_hub_model(*io::parse_hub_id("demo/nope"), s); });
   EXPECT_EQ(e.failure(), HubFailure::kRepoNotFound);
   EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
@@ -322,24 +284,24 @@ TEST_F(HubServerTest, UnknownRepoAndRevisionAre404s) {
 
 TEST_F(HubServerTest, PrivateRepoSays401AndHowToPassAToken) {
   HubTestServer srv({"--token", "hf_secret"});
-  auto s = settings_for(srv.endpoint(), cache_);
-  auto e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+  auto s = hub_settings(srv.endpoint(), cache_);
+  auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kUnauthorized);
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
   EXPECT_NE(e.remedy().find("HF_TOKEN"), std::string::npos) << e.remedy();
   EXPECT_NE(e.remedy().find("hf auth login"), std::string::npos) << e.remedy();
   s.token = "hf_wrong";
-  e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+  e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kUnauthorized);
   EXPECT_NE(e.remedy().find("rejected"), std::string::npos) << e.remedy();
   s.token = "hf_secret";
-  expect_demo_snapshot(io::resolve_hub_model(demo_id(), s), s.cache_dir);
+  expect_demo_snapshot(io::resolve_hub_model(demo_hub_id(), s), s.cache_dir);
 }
 
 TEST_F(HubServerTest, GatedRepoSays403) {
   HubTestServer srv({"--forbidden"});
-  const auto s = settings_for(srv.endpoint(), cache_);
-  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+  const auto s = hub_settings(srv.endpoint(), cache_);
+  const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
   EXPECT_EQ(e.failure(), HubFailure::kForbidden);
   EXPECT_NE(std::string(e.what()).find("gated"), std::string::npos) << e.what();
   EXPECT_NE(e.remedy().find("HF_TOKEN"), std::string::npos) << e.remedy();
@@ -353,12 +315,12 @@ std::string model_sha256() {
 }
 
 TEST_F(HubServerTest, CorruptBytesAreDiscardedNeverUsed) {
-  const auto s0 = settings_for("", cache_);
-  const io::HubCache cache(s0.cache_dir, demo_id());
+  const auto s0 = hub_settings("", cache_);
+  const io::HubCache cache(s0.cache_dir, demo_hub_id());
   {
     HubTestServer srv({"--corrupt", "model.safetensors"});
-    const auto s = settings_for(srv.endpoint(), cache_);
-    const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_id(), s); });
+    const auto s = hub_settings(srv.endpoint(), cache_);
+    const auto e = catch_hub_error([&] { io::resolve_hub_model(demo_hub_id(), s); });
     EXPECT_EQ(e.failure(), HubFailure::kChecksum);
     EXPECT_EQ(e.item(), "model.safetensors");
     EXPECT_NE(std::string(e.what()).find("sha256"), std::string::npos) << e.what();
@@ -374,7 +336,7 @@ TEST_F(HubServerTest, CorruptBytesAreDiscardedNeverUsed) {
     EXPECT_FALSE(commit && fs::exists(cache.snapshot(*commit) / "model.safetensors"));
   }
   HubTestServer good;
-  expect_demo_snapshot(io::resolve_hub_model(demo_id(), settings_for(good.endpoint(), cache_)),
+  expect_demo_snapshot(io::resolve_hub_model(demo_hub_id(), hub_settings(good.endpoint(), cache_)),
                        s0.cache_dir);
 }
 
@@ -385,7 +347,7 @@ TEST_F(HubServerTest, DISABLED_ThroughputVsCurl) {
   constexpr uint64_t kBytes = 100u << 20;
   HubTestServer srv({"--extra", "demo/big:big.safetensors=" + std::to_string(kBytes), "--extra",
                      "demo/big:config.json=2"});
-  const auto s = settings_for(srv.endpoint(), cache_);
+  const auto s = hub_settings(srv.endpoint(), cache_);
   const auto t0 = std::chrono::steady_clock::now();
   io::resolve_hub_model(*io::parse_hub_id("demo/big"), s);
   const double qloom_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -8,44 +8,22 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "qloom/io/gguf.h"
 #include "qloom/model/gguf_convert.h"
+#include "support/env_guard.h"
 #include "support/temp_dir.h"
 
 namespace qloom {
 namespace {
 
 namespace fs = std::filesystem;
+using test::EnvGuard;
 
 const fs::path kStoriesGguf = fs::path(QLOOM_TEST_DATA_DIR) / "gguf_convert/stories260k.gguf";
-
-// Sets environment variables for one scope, restoring them after.
-class Env {
- public:
-  void set(const char* name, const char* value) {
-    if (!saved_.count(name)) {
-      const char* old = std::getenv(name);
-      saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
-    }
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~Env() {
-    for (const auto& [k, v] : saved_) {
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
-    }
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
 
 // Overwrites the first 4 bytes of the first F32 tensor with the float 0.375
 // in place (same size), then sets the file's mtime back to what it was.
@@ -80,7 +58,7 @@ void edit_a_tensor_in_place(const fs::path& p) {
 
 TEST(GgufCache, AnInPlaceEditIsConvertedAfreshEvenWithItsMtimeSetBack) {
   test::TempDir t("gguf-cache-edit");
-  Env env;
+  EnvGuard env;
   env.set("QLOOM_GGUF_CACHE", (t / "cache").c_str());
   fs::copy_file(kStoriesGguf, t / "m.gguf");
   const fs::path a = model::resolve_gguf_model(t / "m.gguf");
@@ -94,7 +72,7 @@ TEST(GgufCache, AnInPlaceEditIsConvertedAfreshEvenWithItsMtimeSetBack) {
 
 TEST(GgufCache, TheWholeFileIsHashedOnlyWhenItsStampChanges) {
   test::TempDir t("gguf-cache-stamp");
-  Env env;
+  EnvGuard env;
   env.set("QLOOM_GGUF_CACHE", (t / "cache").c_str());
   fs::copy_file(kStoriesGguf, t / "m.gguf");
   bool whole = false;
@@ -113,7 +91,7 @@ TEST(GgufCache, TheWholeFileIsHashedOnlyWhenItsStampChanges) {
 
 TEST(GgufCache, TheRootHonoursQloomCacheDir) {
   test::TempDir t("gguf-cache-root");
-  Env env;
+  EnvGuard env;
   env.set("QLOOM_GGUF_CACHE", nullptr);
   env.set("QLOOM_CACHE_DIR", (t / "qc").c_str());
   env.set("XDG_CACHE_HOME", (t / "xdg").c_str());

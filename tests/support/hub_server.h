@@ -9,7 +9,12 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "qloom/io/hub_env.h"
+#include "qloom/io/hub_error.h"
+#include "qloom/io/hub_id.h"
 
 namespace qloom::test {
 
@@ -46,5 +51,31 @@ class HubTestServer {
   int port_ = 0;
   std::filesystem::path log_;
 };
+
+// The demo model's id on the test hub.
+inline io::HubId demo_hub_id() { return *io::parse_hub_id("demo/stories"); }
+
+// Hub settings for `endpoint` with the cache and token file inside `dir` (a
+// path or a TempDir).
+template <class Dir>
+io::HubSettings hub_settings(const std::string& endpoint, const Dir& dir) {
+  io::HubSettings s;
+  s.endpoint = endpoint;
+  s.cache_dir = dir / "hub";
+  s.token_file = dir / "token";
+  return s;
+}
+
+// The io::HubError that f() throws (a test failure when it throws none).
+template <class F>
+io::HubError catch_hub_error(F&& f) {
+  try {
+    f();
+  } catch (const io::HubError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an io::HubError";
+  return io::HubError(io::HubFailure::kBadResponse, "", "", "no error thrown");
+}
 
 }  // namespace qloom::test
