@@ -89,32 +89,15 @@ class ReplaceDec : public Decoder {
     for (auto& tok : t) {
       const auto m = p_.find_all(tok);
       if (m.empty()) continue;
-      size_t size = tok.size();
-      for (const auto& [s, e] : m) {
-        size = size - (e - s) + content_.size();
-        if (size > limit) break;  // (and no overflow)
-      }
+      const size_t size = replaced_size(tok, m, content_.size(), limit);
       check_growth(input_bytes, total - tok.size() + std::min(size, limit + 1), source_, item_,
                    "Replace decoder");
       total = total - tok.size() + size;
-      tok = replaced(tok, m, size);
+      tok = replace_ranges(tok, m, content_, size);
     }
   }
 
  private:
-  std::string replaced(const std::string& tok, const std::vector<Range>& m, size_t size) const {
-    std::string out;
-    out.reserve(size);
-    size_t last = 0;
-    for (const auto& [s, e] : m) {
-      out.append(tok, last, s - last);
-      out += content_;
-      last = e;
-    }
-    out.append(tok, last, std::string::npos);
-    return out;
-  }
-
   Pattern p_;
   std::string content_, source_, item_;
 };

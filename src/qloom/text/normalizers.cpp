@@ -52,22 +52,9 @@ class ReplaceNorm : public Normalizer {
   void apply(std::string& t, size_t input_bytes) const override {
     const auto matches = p_.find_all(t);
     if (matches.empty()) return;
-    size_t size = t.size();
-    for (const auto& [s, e] : matches) {
-      size = size - (e - s) + content_.size();
-      if (size > growth_limit(input_bytes)) break;  // (and no overflow)
-    }
+    const size_t size = replaced_size(t, matches, content_.size(), growth_limit(input_bytes));
     w_.check(input_bytes, size, "Replace normalizer");
-    std::string out;
-    out.reserve(size);
-    size_t last = 0;
-    for (const auto& [s, e] : matches) {
-      out.append(t, last, s - last);
-      out += content_;
-      last = e;
-    }
-    out.append(t, last, std::string::npos);
-    t = std::move(out);
+    t = replace_ranges(t, matches, content_, size);
   }
 
  private:

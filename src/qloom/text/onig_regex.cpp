@@ -148,4 +148,27 @@ std::vector<Range> Pattern::find_all(std::string_view text) const {
   return out;
 }
 
+size_t replaced_size(std::string_view text, const std::vector<Range>& m, size_t content_size, size_t cap) {
+  size_t size = text.size();
+  for (const auto& [s, e] : m) {
+    size = size - (e - s) + content_size;
+    if (size > cap) break;
+  }
+  return size;
+}
+
+std::string replace_ranges(std::string_view text, const std::vector<Range>& m, std::string_view content,
+                           size_t size) {
+  std::string out;
+  out.reserve(size);
+  size_t last = 0;
+  for (const auto& [s, e] : m) {
+    out.append(text, last, s - last);
+    out += content;
+    last = e;
+  }
+  out.append(text, last, std::string_view::npos);
+  return out;
+}
+
 }  // namespace qloom::text

@@ -47,6 +47,14 @@ class OnigRegex {
   std::string pattern_, item_, source_;
 };
 
+// What Replace makes of `text` with every match in `m` (sorted, not
+// overlapping) replaced by `content`: replaced_size() counts its bytes,
+// stopping as soon as they pass `cap` (so a hostile count cannot overflow);
+// replace_ranges() builds it, `size` being replaced_size()'s answer.
+size_t replaced_size(std::string_view text, const std::vector<Range>& m, size_t content_size, size_t cap);
+std::string replace_ranges(std::string_view text, const std::vector<Range>& m, std::string_view content,
+                           size_t size);
+
 // Split / Replace pattern: {"String": s} (literal) or {"Regex": r}.
 class Pattern {
  public:
