@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "qloom/core/heap.h"
 #include "qloom/core/error.h"
 #include "qloom/eval/gsm8k.h"
 #include "qloom/eval/perplexity.h"
@@ -423,9 +424,12 @@ void Scheduler::sweep() {
   auto gone = [](const std::unique_ptr<Active>& a) {
     return a->finished || a->job->cancelled() || a->job->error().has_value();
   };
+  bool released = false;
   for (auto& a : active_)
-    if (gone(a)) release(*a);
+    if (gone(a)) release(*a), released = true;
   active_.erase(std::remove_if(active_.begin(), active_.end(), gone), active_.end());
+  // Going idle: the freed KV caches go back to the system (core/heap.h).
+  if (released && active_.empty()) return_freed_heap_memory();
 }
 
 void Scheduler::loop() {

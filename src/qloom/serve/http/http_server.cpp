@@ -1,8 +1,5 @@
 #include "qloom/serve/http/http_server.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -21,6 +18,7 @@
 #include <vector>
 
 #include "qloom/core/error.h"
+#include "qloom/core/heap.h"
 #include "qloom/serve/http/socket_io.h"
 
 namespace qloom::serve::http {
@@ -303,26 +301,6 @@ void HttpServer::Impl::loop() {
   }
 }
 
-// A long-running server's memory returns to idle after each request. glibc
-// keeps what a request freed in the worker thread's own malloc arena (up to
-// 8 per core), and raises its mmap threshold to the largest block freed, so
-// a rejected template's values or a large body would stay resident in every
-// worker's arena (measured: +20 MB per worker after a 5M-step template,
-// plateauing at 330 MB). So blocks of 256 KiB and more are always mmapped
-// (returned on free: the fixed threshold also stops the raising), and the
-// free pages of every arena are handed back after each request.
-static void keep_large_blocks_out_of_arenas() {
-#ifdef __GLIBC__
-  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-#endif
-}
-
-static void return_freed_memory() {
-#ifdef __GLIBC__
-  ::malloc_trim(0);
-#endif
-}
-
 void HttpServer::Impl::serve_one(Task& t) {
   Conn& c = *t.conn;
   HttpResponse res;
@@ -358,7 +336,7 @@ void HttpServer::Impl::worker() {
       queue.pop_front();
     }
     serve_one(t);
-    return_freed_memory();
+    return_freed_heap_memory();  // what the request freed (core/heap.h)
     {
       std::lock_guard lock(m);
       returned.push_back(t.conn);
@@ -369,7 +347,7 @@ void HttpServer::Impl::worker() {
 
 HttpServer::HttpServer(HttpServerOptions opt, Handler handler, ErrorResponder errors)
     : impl_(std::make_unique<Impl>(std::move(opt), std::move(handler), std::move(errors))) {
-  keep_large_blocks_out_of_arenas();
+  keep_large_blocks_out_of_arenas();  // core/heap.h
 }
 
 HttpServer::~HttpServer() {
